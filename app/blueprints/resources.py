@@ -1,0 +1,72 @@
+"""List and detail endpoints of the eight resource kinds, made by one factory from ``app.resources``.
+
+The views are thin: parse the query, run the shared pipeline, hand the result to ``respond``. Everything
+per-kind (paths, schemas, codes, cross-references) comes from the kind's table row.
+"""
+
+from __future__ import annotations
+
+from flask import Response, request
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from app.blueprints.docs import errors, list_parameters
+from app.cache.entries import Entry
+from app.errors import ProblemError
+from app.http import respond
+from app.http.negotiation import negotiated
+from app.query import listing
+from app.query.listing import Page
+from app.resources import ResourceKind
+from app.runtime import current_runtime
+from app.schemas.v1.envelopes import COLLECTION_SCHEMAS, DETAIL_SCHEMAS
+
+
+def _lookup(kind: ResourceKind, object_id: str) -> Entry:
+    entry = current_runtime().cache.get(kind, object_id)
+    if entry is None:
+        raise ProblemError(kind.spec.not_found_code, detail=f"No {kind.value} {object_id!r}.")
+    return entry
+
+
+def resource_blueprint(kind: ResourceKind) -> Blueprint:
+    spec = kind.spec
+    blp = Blueprint(spec.plural, f"{__name__}.{kind.value}", url_prefix=spec.path,
+                    description=f"{spec.jsonld_type} resources, read from the cache.")
+    not_found = {404: f"{spec.not_found_code}: no such {kind.value}."}
+
+    @blp.route("")
+    class Collection(MethodView):
+        @list_parameters(blp)
+        @blp.response(200, COLLECTION_SCHEMAS[kind], description=f"A page of {spec.plural}.")
+        @errors(blp, 400, 416, 503)
+        @negotiated()
+        def get(self) -> Response:
+            query = listing.parse_list_query(kind, request.args, request.headers.get("Range"))
+            return respond.collection(kind, listing.run(current_runtime().cache, kind, query))
+
+    @blp.route(f"/<{spec.id_placeholder}>")
+    class Detail(MethodView):
+        @blp.response(200, DETAIL_SCHEMAS[kind], description=f"One {kind.value} with cross-references.")
+        @errors(blp, 404, 503, codes=not_found)
+        @negotiated()
+        def get(self, **path: str) -> Response:
+            return respond.detail(_lookup(kind, path[spec.id_placeholder]))
+
+    if kind in (ResourceKind.NODE, ResourceKind.SERVICE):
+        @blp.route(f"/<{spec.id_placeholder}>/tasks")
+        class Tasks(MethodView):
+            @blp.response(200, COLLECTION_SCHEMAS[ResourceKind.TASK],
+                          description=f"All tasks of the {kind.value}, enriched, unpaginated.")
+            @errors(blp, 404, 503, codes=not_found)
+            @negotiated()
+            def get(self, **path: str) -> Response:
+                entry = _lookup(kind, path[spec.id_placeholder])
+                cache = current_runtime().cache
+                tasks = cache.tasks_of_node(entry.id) if kind is ResourceKind.NODE \
+                    else cache.tasks_of_service(entry.id)
+                return respond.collection(ResourceKind.TASK, Page(tasks, len(tasks), len(tasks), 0, False))
+
+    return blp
+
+

@@ -1,0 +1,72 @@
+"""The shared HTTP layer: every hook and handler that applies to all endpoints, registered once.
+
+Order of work on a response (one ``after_request``): Vary, Allow, discovery and paging Links merged into
+one header, then validators and the 304 answer. Request-Id, security headers and request metrics have
+their own hooks. Views never set any of these themselves.
+"""
+
+from __future__ import annotations
+
+from flask import Flask, Response, g, render_template, request
+from werkzeug.exceptions import NotFound
+
+from app.errors import ProblemError
+from app.http.conditional import apply_conditional
+from app.http.links import discovery_links, link
+from app.http.negotiation import HTML, JSON
+from app.http.paths import is_meta, is_resource
+from app.http.problems import init_problems, problem_response
+from app.http.request_id import init_request_id
+from app.query.paging import RangeNotSatisfiable
+from app.runtime import current_runtime
+
+
+def _readiness_gate() -> None:
+    """Before the first sync a resource read would be a lie: 503 ENG001 (the HTML shell still loads)."""
+    if not is_resource(request.path) or current_runtime().cache.freshness.synced:
+        return
+    if request.accept_mimetypes.best_match([JSON, HTML]) == HTML and "shoal.format" not in request.environ:
+        return
+    raise ProblemError("ENG001", detail="The first engine sync has not completed yet.",
+                       headers={"Retry-After": "1"})
+
+
+def _finalize(response: Response) -> Response:
+    path = request.path
+    if not is_meta(path):
+        response.vary.add("Accept")
+        base = current_runtime().settings.base_path
+        values = [*discovery_links(base), *response.headers.getlist("Link")]
+        if g.get("feed_capable") and response.mimetype != "text/html":
+            values.append(link(base + path + ".atom", "alternate", "application/atom+xml"))
+        response.headers["Link"] = ", ".join(values)
+    if request.method in ("GET", "HEAD") and request.url_rule is not None and "Allow" not in response.headers:
+        methods = request.url_rule.methods or set()
+        response.headers["Allow"] = ", ".join(m for m in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+                                              if m in methods)
+    return apply_conditional(request, response)
+
+
+def _not_found(error: NotFound) -> Response:
+    """Unknown paths serve the dashboard shell to browsers (client-side routes); others get a 404 problem."""
+    if request.url_rule is None and request.method == "GET" and "shoal.format" not in request.environ \
+            and request.accept_mimetypes.best_match([JSON, HTML]) == HTML:
+        return Response(render_template("spa.html", feed_path=None), mimetype="text/html")
+    return problem_response(404, "Not Found", error.description or "Not found.")
+
+
+def _range_not_satisfiable(error: RangeNotSatisfiable) -> Response:
+    total = "*" if error.total is None else str(error.total)
+    headers = {"Content-Range": f"items */{total}"} if error.total is not None else {}
+    return problem_response(416, "Range Not Satisfiable",
+                            "The requested item range is outside the collection or has several parts.",
+                            headers=headers)
+
+
+def init_http(app: Flask) -> None:
+    init_request_id(app)
+    init_problems(app)
+    app.register_error_handler(NotFound, _not_found)
+    app.register_error_handler(RangeNotSatisfiable, _range_not_satisfiable)
+    app.before_request(_readiness_gate)
+    app.after_request(_finalize)

@@ -1,0 +1,35 @@
+"""WSGI shim: a ``.json``/``.html``/``.atom`` suffix on the path selects the format before routing.
+
+The suffix is stripped from PATH_INFO so routes are declared once, and recorded in the environ, where
+negotiation gives it precedence over the Accept header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+FORMAT_KEY = "shoal.format"
+EXTENSIONS = {".json": "json", ".html": "html", ".atom": "atom"}
+
+WSGIApp = Any
+
+
+class FormatExtensions:
+    def __init__(self, app: WSGIApp) -> None:
+        self.app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        path: str = environ.get("PATH_INFO", "")
+        for suffix, name in EXTENSIONS.items():
+            if path.endswith(suffix) and len(path) > len(suffix) + 1:
+                environ["PATH_INFO"] = path[: -len(suffix)]
+                environ[FORMAT_KEY] = name
+                break
+        result: Iterable[bytes] = self.app(environ, start_response)
+        return result
+
+
+def requested_format(environ: dict[str, Any]) -> str | None:
+    value = environ.get(FORMAT_KEY)
+    return value if isinstance(value, str) else None

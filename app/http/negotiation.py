@@ -1,0 +1,101 @@
+"""Content negotiation: path extension > Accept > default JSON, per endpoint capability.
+
+``negotiated`` wraps a GET view: it picks the representation, answers ``text/html`` with the dashboard
+shell and SSE/Atom with their handlers (registered by later layers), and lets JSON through to the view.
+A request nothing can satisfy gets a 406 problem naming what is offered.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
+
+from flask import Response, g, render_template, request
+from werkzeug.datastructures import MIMEAccept
+
+from app.errors import ProblemError
+from app.http.formats import requested_format
+
+JSON = "application/json"
+JSON_V1 = "application/vnd.service.v1+json"
+JSON_LD = "application/ld+json"
+HTML = "text/html"
+SSE = "text/event-stream"
+ATOM = "application/atom+xml"
+LATEST_VERSION = 1
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class Representation:
+    media: str          # "json" | "html" | "sse" | "atom"
+    version: int        # JSON schema version
+    content_type: str   # the Content-Type to answer with
+
+
+_BY_TYPE = {
+    JSON: Representation("json", LATEST_VERSION, JSON),
+    JSON_LD: Representation("json", LATEST_VERSION, JSON),
+    JSON_V1: Representation("json", 1, JSON_V1),
+    HTML: Representation("html", LATEST_VERSION, "text/html; charset=utf-8"),
+    SSE: Representation("sse", LATEST_VERSION, SSE),
+    ATOM: Representation("atom", LATEST_VERSION, ATOM),
+}
+_BY_EXTENSION = {"json": _BY_TYPE[JSON], "html": _BY_TYPE[HTML], "atom": _BY_TYPE[ATOM]}
+
+
+def negotiate(accept: MIMEAccept, extension: str | None, *, sse: bool, atom: bool, html: bool = True
+              ) -> Representation:
+    """Pick a representation or raise the 406 problem; SSE/Atom only where the endpoint has them."""
+    if extension is not None:
+        chosen = _BY_EXTENSION[extension]
+        if (chosen.media == "atom" and not atom) or (chosen.media == "html" and not html):
+            raise ProblemError("API003", detail=f"The .{extension} form is not available here.")
+        return chosen
+    offered = [JSON, JSON_V1, JSON_LD] + ([HTML] if html else []) + ([SSE] if sse else []) \
+        + ([ATOM] if atom else [])
+    if not accept or accept.best == "*/*" and len(accept) == 1:
+        return _BY_TYPE[JSON]
+    best = accept.best_match(offered)
+    if best is None:
+        if SSE in accept.values() and accept.quality(SSE) > 0:
+            raise ProblemError("API001", detail="This endpoint does not stream events.")
+        raise ProblemError("API003", detail="Offered here: " + ", ".join(offered) + ".")
+    return _BY_TYPE[best]
+
+
+StreamHandler = Callable[..., Any]
+
+
+def negotiated(*, sse: StreamHandler | None = None, atom: StreamHandler | None = None, html: bool = True
+               ) -> Callable[[Callable[P, R]], Callable[P, Any]]:
+    """Route one GET URL to JSON (the view), the dashboard shell, or the SSE/Atom handlers."""
+
+    def decorate(view: Callable[P, R]) -> Callable[P, Any]:
+        @functools.wraps(view)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
+            rep = negotiate(request.accept_mimetypes, requested_format(request.environ),
+                            sse=sse is not None, atom=atom is not None, html=html)
+            g.representation = rep
+            g.feed_capable = atom is not None
+            if rep.media == "html":
+                return Response(render_template("spa.html", feed_path=request.path if atom else None),
+                                mimetype="text/html")
+            if rep.media == "sse" and sse is not None:
+                return sse(*args, **kwargs)
+            if rep.media == "atom" and atom is not None:
+                return atom(*args, **kwargs)
+            return view(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def current_representation() -> Representation:
+    rep = g.get("representation")
+    return rep if isinstance(rep, Representation) else _BY_TYPE[JSON]

@@ -1,0 +1,31 @@
+"""Request-Id: accept the client's (≤64 printable ASCII), otherwise generate one; echo it everywhere."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from flask import Flask, Response, g, request
+
+HEADER = "Request-Id"
+_VALID = re.compile(r"^[\x21-\x7e][\x20-\x7e]{0,63}$")
+
+
+def current_request_id() -> str:
+    value = g.get("request_id")
+    return value if isinstance(value, str) else ""
+
+
+def _assign() -> None:
+    offered = request.headers.get(HEADER, "")
+    g.request_id = offered if _VALID.match(offered) and offered == offered.strip() else uuid.uuid4().hex
+
+
+def _echo(response: Response) -> Response:
+    response.headers[HEADER] = current_request_id() or uuid.uuid4().hex
+    return response
+
+
+def init_request_id(app: Flask) -> None:
+    app.before_request(_assign)
+    app.after_request(_echo)

@@ -1,0 +1,112 @@
+"""The only place a JSON body is built: schema → JSON-LD envelope → Response with its headers.
+
+Views hand over cache entries (or a plain document); this module applies the negotiated schema version,
+the JSON-LD members, the versioned Content-Type, paging (Links, 206/Content-Range), Last-Modified and the
+freshness headers. Validators and 304s are added later by the shared after_request chain.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import Response, request
+
+from app.cache.entries import Entry
+from app.http.conditional import parse_engine_time
+from app.http.jsonld import envelope
+from app.http.links import link
+from app.http.negotiation import current_representation
+from app.query import representations
+from app.query.listing import Page
+from app.query.paging import content_range
+from app.resources import ResourceKind
+from app.runtime import current_runtime
+from app.schemas.registry import detail_schema_for, many_schema_for
+
+# Headers that tell a client how fresh the cached state is (documented in the README).
+SEQUENCE_HEADER = "Cache-Sequence"
+CONTACT_HEADER = "Engine-Last-Contact"
+FRESHNESS_HEADER = "Cache-Freshness"
+
+
+def base_path() -> str:
+    return current_runtime().settings.base_path
+
+
+def encode(body: Any) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def document(body: dict[str, Any], *, status: int = 200, content_type: str | None = None,
+             cache_control: str = "no-cache") -> Response:
+    response = Response(encode(body), status=status,
+                        content_type=content_type or current_representation().content_type)
+    response.headers["Cache-Control"] = cache_control
+    return response
+
+
+def _with_freshness(response: Response) -> Response:
+    fresh = current_runtime().cache.freshness
+    response.headers[SEQUENCE_HEADER] = str(fresh.seq)
+    if fresh.last_contact is not None:
+        response.headers[CONTACT_HEADER] = datetime.fromtimestamp(fresh.last_contact, UTC).isoformat(
+            timespec="milliseconds").replace("+00:00", "Z")
+    response.headers[FRESHNESS_HEADER] = "live" if fresh.connected and fresh.synced else "stale"
+    return response
+
+
+def _framed_item(kind: ResourceKind, data: dict[str, Any], object_id: str, base: str) -> dict[str, Any]:
+    return {"@id": base + representations.path_of(kind, object_id), "@type": kind.spec.jsonld_type, **data}
+
+
+def collection(kind: ResourceKind, page: Page) -> Response:
+    cache, base, version = current_runtime().cache, base_path(), current_representation().version
+    items = [_framed_item(kind, representations.item(cache, e), e.id, base) for e in page.items]
+    body = envelope(base, kind.spec.path, "Collection")
+    body.update(items=many_schema_for(kind, version).dump(items), total=page.total, limit=page.limit,
+                offset=page.offset)
+    response = document(body, status=206 if page.partial_range else 200)
+    if page.partial_range:
+        response.headers["Content-Range"] = content_range(page.offset, len(page.items), page.total)
+    response.headers["Accept-Ranges"] = "items"
+    placeholder = "{" + kind.spec.id_placeholder + "}"
+    response.headers["Link-Template"] = f'<{base}{kind.spec.path}/{placeholder}>; rel="item"'
+    for value in _paging_links(page):
+        response.headers.add("Link", value)
+    return _with_freshness(response)
+
+
+def detail(entry: Entry) -> Response:
+    cache, base, version = current_runtime().cache, base_path(), current_representation().version
+    kind = entry.kind
+    members = representations.detail(cache, entry)
+    key = kind.spec.detail_key
+    members[key] = detail_schema_for(kind, version).dump(_framed_item(kind, members[key], entry.id, base))
+    body = envelope(base, representations.path_of(kind, entry.id), kind.spec.jsonld_type)
+    body.update(members)
+    response = document(body)
+    modified = parse_engine_time(entry.updated)
+    if modified is not None:
+        response.last_modified = modified
+    return _with_freshness(response)
+
+
+def _paging_links(page: Page) -> list[str]:
+    base_url = base_path() + request.path
+
+    def href(offset: int) -> str:
+        args = {k: v for k, v in request.args.items() if k not in ("limit", "offset")}
+        args.update(limit=str(page.limit), offset=str(offset))
+        return f"{base_url}?{urlencode(args)}"
+
+    links = [link(href(0), "first")]
+    if page.offset > 0:
+        links.append(link(href(max(0, page.offset - page.limit)), "prev"))
+    if page.offset + page.limit < page.total:
+        links.append(link(href(page.offset + page.limit), "next"))
+    last = (page.total - 1) // page.limit * page.limit if page.total and page.limit else 0
+    links.append(link(href(last), "last"))
+    return links

@@ -1,0 +1,20 @@
+"""Security headers on every response, errors included (flask-talisman).
+
+HTTPS is forced and HSTS sent only when the service itself terminates TLS: behind a plain-HTTP reverse
+proxy a redirect would loop, and HSTS over HTTP is meaningless.
+"""
+
+from __future__ import annotations
+
+from flask import Flask
+from flask_talisman import Talisman
+
+CSP = {"default-src": "'self'", "img-src": "'self' data:", "style-src": "'self'", "script-src": "'self'",
+       "frame-ancestors": "'none'", "base-uri": "'self'", "form-action": "'self'"}
+
+
+def init_security(app: Flask, *, tls: bool) -> None:
+    Talisman(app, force_https=tls, strict_transport_security=tls,
+             strict_transport_security_max_age=63072000, strict_transport_security_include_subdomains=True,
+             frame_options="DENY", content_security_policy=CSP,
+             referrer_policy="strict-origin-when-cross-origin", session_cookie_secure=tls)

@@ -1,0 +1,68 @@
+"""The list pipeline shared by every collection: search → filter → sort → page.
+
+Works on precomputed ``Entry`` values only (activation dicts, sort keys, lower-cased names), because it
+runs inside a gevent worker where CPU time blocks every other request and stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from app.cache.entries import Entry, matches_search
+from app.cache.store import Cache
+from app.query.filter import compile_filter
+from app.query.paging import PageRequest, RangeNotSatisfiable, parse_page
+from app.resources import ResourceKind
+
+
+@dataclass(frozen=True, slots=True)
+class ListQuery:
+    page: PageRequest
+    sort: str | None = None
+    descending: bool = False
+    search: str | None = None
+    filter: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[Entry]
+    total: int
+    limit: int
+    offset: int
+    partial_range: bool      # answer 206 with Content-Range
+
+
+def parse_list_query(kind: ResourceKind, args: Mapping[str, str], range_header: str | None) -> ListQuery:
+    """Lenient by design (reference §3.1): unknown sort → original order, any ``dir`` but desc → asc."""
+    sort = (args.get("sort") or "").strip()
+    search = (args.get("search") or "").strip().lower()
+    expression = args.get("filter")
+    return ListQuery(
+        page=parse_page(args, range_header),
+        sort=sort if sort in kind.spec.sort_fields else None,
+        descending=(args.get("dir") or "").strip().lower() == "desc",
+        search=search if search and kind is not ResourceKind.TASK else None,
+        filter=expression if expression and expression.strip() else None,
+    )
+
+
+def run(cache: Cache, kind: ResourceKind, query: ListQuery) -> Page:
+    entries = cache.sorted_entries(kind, query.sort) if query.sort else cache.entries(kind)
+    if query.search:
+        needle = query.search
+        entries = [entry for entry in entries if matches_search(entry, needle)]
+    if query.filter:
+        predicate = compile_filter(query.filter, kind)
+        entries = [entry for entry in entries if predicate(entry.activation)]
+    if query.descending and query.sort:
+        entries = entries[::-1]
+    total, page = len(entries), query.page
+    if page.range_requested is not None:
+        if page.offset >= total:
+            raise RangeNotSatisfiable(total)
+        items = entries[page.offset:page.offset + page.limit]
+        whole = page.offset == 0 and len(items) == total
+        return Page(items, total, page.limit, page.offset, partial_range=not whole)
+    return Page(entries[page.offset:page.offset + page.limit], total, page.limit, page.offset, False)

@@ -1,0 +1,71 @@
+"""Page requests from ``limit``/``offset`` or ``Range: items a-b``, following the reference's rules:
+invalid numbers are ignored, ``limit`` is clamped to 200, query parameters win over Range, an
+unsatisfiable range is a 416, a malformed one is ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from werkzeug.exceptions import RequestedRangeNotSatisfiable
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+_RANGE = re.compile(r"^\s*items\s*=?\s*(\d+)-(\d+)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class PageRequest:
+    limit: int
+    offset: int
+    range_requested: tuple[int, int] | None = None   # inclusive bounds from a Range header
+
+
+class RangeNotSatisfiable(RequestedRangeNotSatisfiable):
+    """416 carrying the total, so the handler can send ``Content-Range: items */total``."""
+
+    def __init__(self, total: int | None = None) -> None:
+        super().__init__(length=None, units="items")
+        self.total = total
+
+
+def _int_or_none(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+def parse_page(args: Mapping[str, str], range_header: str | None) -> PageRequest:
+    limit = _int_or_none(args.get("limit"))
+    offset = _int_or_none(args.get("offset"))
+    valid_limit = limit is not None and limit > 0
+    valid_offset = offset is not None and offset >= 0
+    if not valid_limit and not valid_offset and range_header:
+        requested = parse_range(range_header)
+        if requested is not None:
+            first, last = requested
+            return PageRequest(min(last - first + 1, MAX_LIMIT), first, requested)
+    return PageRequest(min(limit, MAX_LIMIT) if valid_limit and limit else DEFAULT_LIMIT,
+                       offset if valid_offset and offset is not None else 0)
+
+
+def parse_range(header: str) -> tuple[int, int] | None:
+    """``items a-b`` → (a, b); a multi-range is unsatisfiable (416); anything malformed is ignored."""
+    if not header.strip().startswith("items"):
+        return None
+    if "," in header:
+        raise RangeNotSatisfiable()
+    match = _RANGE.match(header)
+    if match is None:
+        return None
+    first, last = int(match.group(1)), int(match.group(2))
+    return (first, last) if first <= last else None
+
+
+def content_range(first: int, count: int, total: int) -> str:
+    return f"items {first}-{first + count - 1}/{total}"

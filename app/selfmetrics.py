@@ -1,0 +1,87 @@
+"""The service's own Prometheus metrics, on a per-app registry (tests build many apps in one process).
+
+Request counts and latencies are recorded by two request hooks; cache, watcher and stream figures are
+read from the Runtime at scrape time by a collector, so the data path stays free of metric calls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from flask import Flask, Response, g, request
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from app.resources import ResourceKind
+from app.runtime import runtime_of
+
+_KEY = "shoal.metrics"
+
+
+class _RuntimeCollector(Collector):
+    def __init__(self, app: Flask) -> None:
+        self._app = app
+
+    def collect(self) -> Iterator[Metric]:
+        runtime = runtime_of(self._app)
+        cache, stats = runtime.cache, runtime.watcher.stats
+        fresh = cache.freshness
+        objects = GaugeMetricFamily("shoal_cache_objects", "Objects in the cache by kind.", labels=["kind"])
+        for kind in ResourceKind:
+            objects.add_metric([kind.value], cache.count(kind))
+        yield objects
+        yield CounterMetricFamily("shoal_engine_events", "Engine events received.",
+                                  value=stats.events_received)
+        yield CounterMetricFamily("shoal_full_syncs", "Full syncs completed.", value=stats.full_syncs)
+        yield CounterMetricFamily("shoal_engine_reconnects", "Engine connection losses.",
+                                  value=stats.reconnects)
+        yield GaugeMetricFamily("shoal_sync_duration_seconds", "Duration of the last full sync.",
+                                value=stats.last_sync_duration or 0.0)
+        yield GaugeMetricFamily("shoal_event_lag_seconds", "Engine event time to receipt, last event.",
+                                value=stats.last_event_lag or 0.0)
+        contact_age = 0.0 if fresh.last_contact is None else max(0.0, time.time() - fresh.last_contact)
+        yield GaugeMetricFamily("shoal_engine_contact_age_seconds",
+                                "Seconds since the last successful engine contact.", value=contact_age)
+        yield GaugeMetricFamily("shoal_engine_connected", "1 while the engine connection is live.",
+                                value=1.0 if fresh.connected else 0.0)
+        yield GaugeMetricFamily("shoal_cache_sequence", "Sequence number of the latest cache change.",
+                                value=fresh.seq)
+        yield GaugeMetricFamily("shoal_open_streams", "Open streaming connections (SSE, logs, metrics).",
+                                value=0)
+
+
+class _RequestMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter("shoal_http_requests", "HTTP requests by route, method and status.",
+                                ["route", "method", "status"], registry=registry)
+        self.latency = Histogram("shoal_http_request_duration_seconds", "HTTP request latency by route.",
+                                 ["route", "method"], registry=registry,
+                                 buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+
+
+def init_self_metrics(app: Flask) -> None:
+    registry = CollectorRegistry(auto_describe=True)
+    registry.register(_RuntimeCollector(app))
+    metrics = _RequestMetrics(registry)
+    app.extensions[_KEY] = (registry, metrics)
+
+    @app.before_request
+    def _start_timer() -> None:
+        g.request_started = time.perf_counter()
+
+    @app.after_request
+    def _observe(response: Response) -> Response:
+        started = g.get("request_started")
+        route = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        metrics.requests.labels(route, request.method, str(response.status_code)).inc()
+        if isinstance(started, float):
+            metrics.latency.labels(route, request.method).observe(time.perf_counter() - started)
+        return response
+
+
+def render_metrics(app: Flask) -> Response:
+    registry, _ = app.extensions[_KEY]
+    return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST.split(";")[0],
+                    headers={"Cache-Control": "no-store"})
