@@ -62,7 +62,14 @@ class DockerEngine:
             raise ValueError(f"{kind} is not listed by the engine")
 
     def inspect(self, kind: ResourceKind, object_id: str) -> Raw | None:
+        """One object in the same shape as ``list`` gives it, so event refreshes and resyncs agree."""
         api = self._api
+        if kind is ResourceKind.NETWORK:
+            # Network inspect adds Containers/Peers and reports another Created than the listing does;
+            # the id filter is a prefix match, hence the exact comparison.
+            with _engine_errors():
+                matches = [n for n in api.networks(ids=[object_id]) if n.get("Id") == object_id]
+            return matches[0] if matches else None
         inspectors = {
             ResourceKind.NODE: api.inspect_node, ResourceKind.SERVICE: api.inspect_service,
             ResourceKind.TASK: api.inspect_task, ResourceKind.CONFIG: api.inspect_config,
