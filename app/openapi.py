@@ -14,6 +14,10 @@ from app.http.negotiation import JSON, JSON_V1
 
 API_KEY = "shoal.api"
 _DOC_KEY = "shoal.openapi"
+_DEFAULT_PROBLEM = {
+    "description": "Any other error, as an RFC 9457 problem (codes at /api/errors).",
+    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/ProblemV1"}}},
+}
 _HTML = {"text/html": {"schema": {"type": "string", "description": "the dashboard shell"}}}
 
 
@@ -27,11 +31,13 @@ class ShoalApi(Api):  # type: ignore[misc]
 def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
     document = copy.deepcopy(document)
     document["servers"] = [{"url": base_path or "/"}]
+    document.get("components", {}).get("responses", {}).pop("DEFAULT_ERROR", None)
     for path, operations in document.get("paths", {}).items():
         for method, operation in operations.items():
             if method != "get":
                 continue
             responses = operation.setdefault("responses", {})
+            responses["default"] = _DEFAULT_PROBLEM
             ok = responses.get("200", {})
             content = ok.get("content", {})
             if JSON in content and not path.startswith(("/-/", "/api")):

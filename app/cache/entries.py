@@ -167,6 +167,19 @@ def build_entry(kind: ResourceKind, raw: Raw) -> Entry:
                  version if isinstance(version, int) else None)
 
 
+def raw_identity(kind: ResourceKind, raw: Raw) -> tuple[str, int | None]:
+    """(path id, Version.Index) of a raw object without deriving the rest: lets a resync skip
+    rebuilding entries the engine reports unchanged."""
+    if kind is ResourceKind.VOLUME:
+        object_id = _text(raw.get("Name"))
+    elif kind is ResourceKind.NETWORK:
+        object_id = _text(raw.get("Id") or raw.get("ID"))
+    else:
+        object_id = _text(raw.get("ID"))
+    version = _dig(raw, "Version", "Index")
+    return object_id, version if isinstance(version, int) else None
+
+
 def labels_of(entry: Entry) -> Mapping[str, Any]:
     """Object labels: Spec.Labels for swarm objects, Labels for networks and volumes."""
     labels = _dig(entry.raw, "Spec", "Labels")

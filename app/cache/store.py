@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from app.cache.entries import Entry, Raw, build_entry, is_same, service_references, stack_of
+from app.cache.entries import Entry, Raw, build_entry, is_same, raw_identity, service_references, stack_of
 from app.cache.history import Action, Change, History
 from app.resources import ENGINE_KINDS, ResourceKind
 
@@ -116,12 +116,12 @@ class Cache:
 
     def replace_kind(self, kind: ResourceKind, raws: Iterable[Raw]) -> list[Change]:
         """Make one kind equal to a fresh engine listing (task reconciliation, per-kind resync)."""
-        return self._emit(self._replace(kind, [build_entry(kind, raw) for raw in raws]))
+        return self._emit(self._replace(kind, self._build_changed(kind, raws)))
 
     def replace_all(self, snapshot: Mapping[ResourceKind, Iterable[Raw]], duration: float | None = None
                     ) -> list[Change]:
         """Swap in a full engine listing, producing the create/update/remove changes against the old state."""
-        built = {kind: [build_entry(kind, raw) for raw in snapshot.get(kind, ())] for kind in ENGINE_KINDS}
+        built = {kind: self._build_changed(kind, snapshot.get(kind, ())) for kind in ENGINE_KINDS}
         changes: list[Change] = []
         for kind in ENGINE_KINDS:
             changes += self._replace(kind, built[kind])
@@ -130,6 +130,19 @@ class Cache:
         self._last_sync_duration = duration
         self.mark_contact()
         return self._emit(changes)
+
+    def _build_changed(self, kind: ResourceKind, raws: Iterable[Raw]) -> list[Entry]:
+        """Entries for a listing, reusing the cached one wherever the engine's Version.Index is unchanged
+        (most tasks on most polls), so a poll of 10,000 tasks derives only what changed."""
+        table, entries = self._entries[kind], []
+        for raw in raws:
+            object_id, version = raw_identity(kind, raw)
+            current = table.get(object_id)
+            if current is not None and version is not None and current.version == version:
+                entries.append(current)
+            else:
+                entries.append(build_entry(kind, raw))
+        return entries
 
     def _replace(self, kind: ResourceKind, fresh: list[Entry]) -> list[Change]:
         fresh_ids = {entry.id for entry in fresh}
@@ -143,7 +156,7 @@ class Cache:
     def _put(self, entry: Entry) -> list[Change]:
         table = self._entries[entry.kind]
         old = table.get(entry.id)
-        if old is not None and is_same(old, entry):
+        if old is entry or (old is not None and is_same(old, entry)):
             return []
         if old is not None:
             self._unindex(old)

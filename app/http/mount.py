@@ -1,12 +1,12 @@
-"""WSGI shim for ``server.base_path``: requests outside the prefix are 404; inside, the prefix moves
-from PATH_INFO to SCRIPT_NAME so routes are declared without it."""
+"""WSGI shim for ``server.base_path``: requests outside the prefix are a 404 problem; inside, the prefix
+moves from PATH_INFO to SCRIPT_NAME so routes are declared without it."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Iterable
 from typing import Any
-
-from werkzeug.exceptions import NotFound
 
 
 class BasePath:
@@ -21,5 +21,13 @@ class BasePath:
             environ["PATH_INFO"] = path[len(self.prefix):] or "/"
             result: Iterable[bytes] = self.app(environ, start_response)
             return result
-        response: Iterable[bytes] = NotFound()(environ, start_response)
-        return response
+        request_id = uuid.uuid4().hex
+        body = json.dumps({
+            "@context": f"{self.prefix}/api/context.jsonld", "@id": path, "@type": "Problem",
+            "type": "about:blank", "title": "Not Found", "status": 404,
+            "detail": f"This service is served under {self.prefix}/.", "instance": path, "requestId": request_id,
+        }).encode()
+        start_response("404 Not Found", [("Content-Type", "application/problem+json"),
+                                         ("Content-Length", str(len(body))), ("Request-Id", request_id),
+                                         ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")])
+        return [body]

@@ -58,7 +58,7 @@ def negotiate(accept: MIMEAccept, extension: str | None, *, sse: bool, atom: boo
         return chosen
     offered = [JSON, JSON_V1, JSON_LD] + ([HTML] if html else []) + ([SSE] if sse else []) \
         + ([ATOM] if atom else [])
-    if not accept or accept.best == "*/*" and len(accept) == 1:
+    if not accept or (accept.best == "*/*" and len(accept) == 1):
         return _BY_TYPE[JSON]
     best = accept.best_match(offered)
     if best is None:
