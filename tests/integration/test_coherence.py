@@ -73,13 +73,13 @@ class Workload:
 
     def update_service(self) -> None:
         service = self.rng.choice(self.services)
-        service.reload()
-        service.update(labels=self.labels(), env=[f"COH={self.rng.randint(0, 99)}"])
+        labels, env = self.labels(), [f"COH={self.rng.randint(0, 99)}"]
+        _retry_conflicts(service, lambda: service.update(labels=labels, env=env))
 
     def scale_service(self) -> None:
         service = self.rng.choice(self.services)
-        service.reload()
-        service.scale(self.rng.randint(0, 2))
+        replicas = self.rng.randint(0, 2)
+        _retry_conflicts(service, lambda: service.scale(replicas))
 
     def remove_service(self) -> None:
         service = self.services.pop(self.rng.randrange(len(self.services)))
@@ -123,6 +123,19 @@ class Workload:
         spec = node.attrs["Spec"]
         labels = {k: v for k, v in (spec.get("Labels") or {}).items() if not k.startswith("coh.")}
         node.update({**spec, "Labels": labels})
+
+
+def _retry_conflicts(service: Any, update: Callable[[], object]) -> None:
+    """The engine answers "update out of sequence" when the version moved meanwhile: reload, retry."""
+    for _ in range(5):
+        service.reload()
+        try:
+            update()
+            return
+        except docker.errors.APIError as exc:
+            if "out of sequence" not in str(exc):
+                raise
+    raise AssertionError(f"service {service.name} kept conflicting")
 
 
 def _removed(obj: Any) -> bool:

@@ -1,27 +1,34 @@
 """schemathesis fuzzes every documented operation of the live server: no 5xx, and every response
-matches the OpenAPI document (status codes, content types, schemas). Bounded and seeded."""
+matches the OpenAPI document (status codes, content types, headers, schemas). Bounded and seeded.
+
+Driven through schemathesis' Python API rather than its pytest plugin, which pytest 9 breaks.
+"""
 
 from __future__ import annotations
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
+from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 pytestmark = pytest.mark.integration
+EXAMPLES_PER_OPERATION = 30
+# A schema-valid string can still be an invalid CEL expression: the documented answer is a 400 FLT problem,
+# so "any schema-valid request is accepted" cannot hold for `filter`. Every other check stays on.
+EXCLUDED = [positive_data_acceptance]
 
 
-@pytest.fixture(scope="module")
-def api_schema(server: str) -> schemathesis.BaseSchema:
-    return schemathesis.openapi.from_url(f"{server}/api")
+def test_documented_operations_conform(server: str) -> None:
+    schema = schemathesis.openapi.from_url(f"{server}/api")
+    operations = [result.ok() for result in schema.get_all_operations()]
+    assert len(operations) >= 20, "the document should describe every read endpoint"
+    for operation in operations:
 
+        @given(case=operation.as_strategy())
+        @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True, database=None,
+                  suppress_health_check=list(HealthCheck))
+        def conforms(case: schemathesis.Case) -> None:
+            response = case.call(base_url=server, timeout=10)
+            case.validate_response(response, excluded_checks=EXCLUDED)
 
-schema = schemathesis.pytest.from_fixture("api_schema")
-
-
-@schema.parametrize()
-@settings(max_examples=30, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                 HealthCheck.filter_too_much])
-def test_documented_operations_conform(case: schemathesis.Case) -> None:
-    response = case.call(timeout=10)
-    case.validate_response(response)
+        conforms()

@@ -92,7 +92,8 @@ class ListArgsV1(Schema):
     sort = fields.String(metadata={"description": "sort field of the kind; unknown fields keep the order"})
     dir = fields.String(metadata={"description": "asc or desc; anything else is asc"})
     search = fields.String(metadata={"description": "case-insensitive substring of the name"})
-    filter = fields.String(metadata={"description": "CEL boolean expression, at most 512 characters"})
+    filter = fields.String(metadata={"description": "CEL boolean expression over the kind's fields (FLT codes on "
+                                                     "errors)", "maxLength": 512})
 
 
 class ErrorDefV1(Schema):
