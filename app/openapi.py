@@ -28,25 +28,39 @@ class ShoalApi(Api):  # type: ignore[misc]
         return None
 
 
+_OBJECT = {"schema": {"type": "object"}}
+# Media types of the endpoints that answer documents no marshmallow schema describes.
+_FIXED_CONTENT: dict[str, dict[str, Any]] = {
+    "/": {},  # the dashboard shell only (added below, as for every negotiated GET)
+    "/-/health": {JSON: _OBJECT},
+    "/-/ready": {JSON: _OBJECT},
+    "/-/metrics": {"text/plain": {"schema": {"type": "string"}}},
+    "/api": {JSON: _OBJECT},
+    "/api/context.jsonld": {"application/ld+json": _OBJECT},
+}
+
+
 def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
     document = copy.deepcopy(document)
     document["servers"] = [{"url": base_path or "/"}]
     document.get("components", {}).get("responses", {}).pop("DEFAULT_ERROR", None)
     for path, operations in document.get("paths", {}).items():
-        for method, operation in operations.items():
-            if method != "get":
-                continue
-            responses = operation.setdefault("responses", {})
-            responses["default"] = _DEFAULT_PROBLEM
-            ok = responses.get("200", {})
-            content = ok.get("content", {})
-            if JSON in content and not path.startswith(("/-/", "/api")):
-                content[JSON_V1] = copy.deepcopy(content[JSON])
-                content.update(_HTML)
-                responses.setdefault("304", {"description": "Not modified (If-None-Match / If-Modified-Since)."})
-            if path in ("/api/errors", "/api/errors/{code}"):
-                content[JSON_V1] = copy.deepcopy(content.get(JSON, {}))
-                content.update(_HTML)
+        operation = operations.get("get")
+        if operation is None:
+            continue
+        responses = operation.setdefault("responses", {})
+        responses["default"] = _DEFAULT_PROBLEM
+        for status, response in responses.items():
+            if status in ("200", "503") and path in _FIXED_CONTENT:
+                response["content"] = copy.deepcopy(_FIXED_CONTENT[path])
+        content = responses.setdefault("200", {"description": "OK"}).setdefault("content", {})
+        if path.startswith("/-/"):
+            continue  # meta endpoints are not negotiated
+        if JSON in content and not path.startswith("/api"):
+            responses.setdefault("304", {"description": "Not modified (If-None-Match / If-Modified-Since)."})
+        if JSON in content and (not path.startswith("/api") or path.startswith("/api/errors")):
+            content[JSON_V1] = copy.deepcopy(content[JSON])
+        content.update(copy.deepcopy(_HTML))
     return document
 
 

@@ -83,7 +83,7 @@ class Metrics(MethodView):
 class OpenApi(MethodView):
     @blp.response(200, description="This OpenAPI document.")
     @errors(blp)
-    @negotiated(html=False)
+    @negotiated()
     def get(self) -> Response:
         return respond.document(openapi_document(current_app), content_type="application/json",
                                 cache_control=STATIC_CACHE)
@@ -93,7 +93,7 @@ class OpenApi(MethodView):
 class Context(MethodView):
     @blp.response(200, description="The JSON-LD context.", content_type="application/ld+json")
     @errors(blp)
-    @negotiated(html=False)
+    @negotiated()
     def get(self) -> Response:
         base = current_runtime().settings.base_path
         return respond.document(context_document(base), content_type="application/ld+json",

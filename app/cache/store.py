@@ -43,6 +43,7 @@ class Cache:
         self._tasks_by_node: dict[str, set[str]] = defaultdict(set)
         self._refs: dict[ResourceKind, dict[str, set[str]]] = {k: defaultdict(set) for k in _REF_KINDS}
         self._stack_members: dict[str, dict[ResourceKind, set[str]]] = {}
+        self._touched_stacks: set[str] = set()
         self.history = History(history_capacity)
         self._listeners: list[Listener] = []
         self._synced = False
@@ -109,14 +110,14 @@ class Cache:
 
     # ------------------------------------------------------------------ writes (watcher only)
     def upsert(self, kind: ResourceKind, raw: Raw) -> list[Change]:
-        return self._emit(self._put(build_entry(kind, raw)))
+        return self._commit(self._put(build_entry(kind, raw)))
 
     def remove(self, kind: ResourceKind, object_id: str) -> list[Change]:
-        return self._emit(self._delete(kind, object_id))
+        return self._commit(self._delete(kind, object_id))
 
     def replace_kind(self, kind: ResourceKind, raws: Iterable[Raw]) -> list[Change]:
         """Make one kind equal to a fresh engine listing (task reconciliation, per-kind resync)."""
-        return self._emit(self._replace(kind, self._build_changed(kind, raws)))
+        return self._commit(self._replace(kind, self._build_changed(kind, raws)))
 
     def replace_all(self, snapshot: Mapping[ResourceKind, Iterable[Raw]], duration: float | None = None
                     ) -> list[Change]:
@@ -129,7 +130,7 @@ class Cache:
         self._last_sync = time.time()
         self._last_sync_duration = duration
         self.mark_contact()
-        return self._emit(changes)
+        return self._commit(changes)
 
     def _build_changed(self, kind: ResourceKind, raws: Iterable[Raw]) -> list[Entry]:
         """Entries for a listing, reusing the cached one wherever the engine's Version.Index is unchanged
@@ -166,7 +167,8 @@ class Cache:
         action = Action.CREATE if old is None else Action.UPDATE
         change = self.history.record(entry.kind, action, entry.id, entry.name,
                                      old.raw if old else None, entry.raw)
-        return [change, *self._restack(old, entry)]
+        self._touch_stacks(old, entry)
+        return [change]
 
     def _delete(self, kind: ResourceKind, object_id: str) -> list[Change]:
         old = self._entries[kind].pop(object_id, None)
@@ -175,7 +177,8 @@ class Cache:
         self._invalidate(kind)
         self._unindex(old)
         change = self.history.record(kind, Action.REMOVE, old.id, old.name, old.raw, None)
-        return [change, *self._restack(old, None)]
+        self._touch_stacks(old, None)
+        return [change]
 
     def _invalidate(self, kind: ResourceKind) -> None:
         self._lists[kind] = None
@@ -214,20 +217,25 @@ class Cache:
             if not any(members.values()):
                 self._stack_members.pop(stack, None)
 
-    def _restack(self, old: Entry | None, new: Entry | None) -> list[Change]:
-        """Re-derive the stacks an object left or joined; a stack exists while a service carries its label."""
-        subject = new if new is not None else old
-        if subject is None or subject.kind not in _STACK_MEMBER_KINDS:
-            return []
-        names = {stack_of(e) for e in (old, new) if e is not None} - {""}
-        changes: list[Change] = []
-        for name in sorted(names):
+    def _touch_stacks(self, old: Entry | None, new: Entry | None) -> None:
+        for entry in (old, new):
+            if entry is not None and entry.kind in _STACK_MEMBER_KINDS and (name := stack_of(entry)):
+                self._touched_stacks.add(name)
+
+    def _commit(self, changes: list[Change]) -> list[Change]:
+        """Re-derive the stacks a write touched, once per write, then notify listeners.
+
+        A stack exists while at least one service carries its label. Deriving after the whole write
+        (not per member) keeps a full sync from recording intermediate stack states that never existed.
+        """
+        touched, self._touched_stacks = sorted(self._touched_stacks), set()
+        for name in touched:
             members = self._stack_members.get(name, {})
             if members.get(ResourceKind.SERVICE):
                 changes += self._put(build_entry(ResourceKind.STACK, self._stack_raw(name, members)))
             else:
                 changes += self._delete(ResourceKind.STACK, name)
-        return changes
+        return self._emit(changes)
 
     def _stack_raw(self, name: str, members: dict[ResourceKind, set[str]]) -> Raw:
         raw: Raw = {"name": name}

@@ -13,12 +13,18 @@ from werkzeug.exceptions import NotFound
 from app.errors import ProblemError
 from app.http.conditional import apply_conditional
 from app.http.links import discovery_links, link
+from app.http.mount import OUTSIDE_KEY
 from app.http.negotiation import HTML, JSON
 from app.http.paths import is_meta, is_resource
 from app.http.problems import init_problems, problem_response
 from app.http.request_id import init_request_id
 from app.query.paging import RangeNotSatisfiable
 from app.runtime import current_runtime
+
+
+def _outside_base_path() -> None:
+    if request.environ.get(OUTSIDE_KEY):
+        raise NotFound(f"This service is served under {current_runtime().settings.base_path}/.")
 
 
 def _readiness_gate() -> None:
@@ -49,7 +55,8 @@ def _finalize(response: Response) -> Response:
 
 def _not_found(error: NotFound) -> Response:
     """Unknown paths serve the dashboard shell to browsers (client-side routes); others get a 404 problem."""
-    if request.url_rule is None and request.method == "GET" and "shoal.format" not in request.environ \
+    if request.url_rule is None and request.method in ("GET", "HEAD") and not request.environ.get(OUTSIDE_KEY) \
+            and "shoal.format" not in request.environ \
             and request.accept_mimetypes.best_match([JSON, HTML]) == HTML:
         return Response(render_template("spa.html", feed_path=None), mimetype="text/html")
     return problem_response(404, "Not Found", error.description or "Not found.")
@@ -68,5 +75,6 @@ def init_http(app: Flask) -> None:
     init_problems(app)
     app.register_error_handler(NotFound, _not_found)
     app.register_error_handler(RangeNotSatisfiable, _range_not_satisfiable)
+    app.before_request(_outside_base_path)
     app.before_request(_readiness_gate)
     app.after_request(_finalize)

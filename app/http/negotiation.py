@@ -48,16 +48,14 @@ _BY_TYPE = {
 _BY_EXTENSION = {"json": _BY_TYPE[JSON], "html": _BY_TYPE[HTML], "atom": _BY_TYPE[ATOM]}
 
 
-def negotiate(accept: MIMEAccept, extension: str | None, *, sse: bool, atom: bool, html: bool = True
-              ) -> Representation:
+def negotiate(accept: MIMEAccept, extension: str | None, *, sse: bool, atom: bool) -> Representation:
     """Pick a representation or raise the 406 problem; SSE/Atom only where the endpoint has them."""
     if extension is not None:
         chosen = _BY_EXTENSION[extension]
-        if (chosen.media == "atom" and not atom) or (chosen.media == "html" and not html):
+        if chosen.media == "atom" and not atom:
             raise ProblemError("API003", detail=f"The .{extension} form is not available here.")
         return chosen
-    offered = [JSON, JSON_V1, JSON_LD] + ([HTML] if html else []) + ([SSE] if sse else []) \
-        + ([ATOM] if atom else [])
+    offered = [JSON, JSON_V1, JSON_LD, HTML] + ([SSE] if sse else []) + ([ATOM] if atom else [])
     if not accept or (accept.best == "*/*" and len(accept) == 1):
         return _BY_TYPE[JSON]
     best = accept.best_match(offered)
@@ -71,7 +69,7 @@ def negotiate(accept: MIMEAccept, extension: str | None, *, sse: bool, atom: boo
 StreamHandler = Callable[..., Any]
 
 
-def negotiated(*, sse: StreamHandler | None = None, atom: StreamHandler | None = None, html: bool = True
+def negotiated(*, sse: StreamHandler | None = None, atom: StreamHandler | None = None
                ) -> Callable[[Callable[P, R]], Callable[P, Any]]:
     """Route one GET URL to JSON (the view), the dashboard shell, or the SSE/Atom handlers."""
 
@@ -79,7 +77,7 @@ def negotiated(*, sse: StreamHandler | None = None, atom: StreamHandler | None =
         @functools.wraps(view)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
             rep = negotiate(request.accept_mimetypes, requested_format(request.environ),
-                            sse=sse is not None, atom=atom is not None, html=html)
+                            sse=sse is not None, atom=atom is not None)
             g.representation = rep
             g.feed_capable = atom is not None
             if rep.media == "html":

@@ -82,7 +82,7 @@ def collection(kind: ResourceKind, page: Page) -> Response:
 def detail(entry: Entry) -> Response:
     cache, base, version = current_runtime().cache, base_path(), current_representation().version
     kind = entry.kind
-    members = representations.detail(cache, entry)
+    members = representations.detail(cache, entry, base)
     key = kind.spec.detail_key
     members[key] = detail_schema_for(kind, version).dump(_framed_item(kind, members[key], entry.id, base))
     body = envelope(base, representations.path_of(kind, entry.id), kind.spec.jsonld_type)

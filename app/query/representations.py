@@ -42,8 +42,8 @@ def item(cache: Cache, entry: Entry) -> Data:
     return data
 
 
-def reference(entry: Entry, cache: Cache | None = None) -> Data:
-    ref: Data = {"@id": path_of(entry.kind, entry.id), "id": entry.id,
+def reference(entry: Entry, base: str, cache: Cache | None = None) -> Data:
+    ref: Data = {"@id": base + path_of(entry.kind, entry.id), "id": entry.id,
                  "name": task_name(cache, entry) if cache and entry.kind is ResourceKind.TASK else entry.name}
     if entry.kind is ResourceKind.TASK:
         ref["state"] = entry.activation["state"]
@@ -51,32 +51,32 @@ def reference(entry: Entry, cache: Cache | None = None) -> Data:
     return ref
 
 
-def detail(cache: Cache, entry: Entry) -> Data:
+def detail(cache: Cache, entry: Entry, base: str) -> Data:
     """The members of a detail envelope besides ``@context``/``@id``/``@type``: the resource under its
-    kind's key, then its cross-references."""
+    kind's key, then its cross-references (paths under the ``base`` path prefix)."""
     kind = entry.kind
     body: Data = {kind.spec.detail_key: item(cache, entry)}
     if kind is ResourceKind.NODE:
-        body["tasks"] = [reference(task, cache) for task in cache.tasks_of_node(entry.id)]
+        body["tasks"] = [reference(task, base, cache) for task in cache.tasks_of_node(entry.id)]
     elif kind is ResourceKind.SERVICE:
-        body["tasks"] = [reference(task, cache) for task in cache.tasks_of_service(entry.id)]
+        body["tasks"] = [reference(task, base, cache) for task in cache.tasks_of_service(entry.id)]
     elif kind is ResourceKind.TASK:
         service_id, node_id = str(entry.activation["service"]), str(entry.activation["node"])
         service = cache.get(ResourceKind.SERVICE, service_id)
         node = cache.get(ResourceKind.NODE, node_id)
-        body["service"] = {"@id": path_of(ResourceKind.SERVICE, service_id), "id": service_id,
+        body["service"] = {"@id": base + path_of(ResourceKind.SERVICE, service_id), "id": service_id,
                            "name": service.name if service else None}
-        body["node"] = {"@id": path_of(ResourceKind.NODE, node_id), "id": node_id,
+        body["node"] = {"@id": base + path_of(ResourceKind.NODE, node_id), "id": node_id,
                         "hostname": node.name if node else None} if node_id else None
     elif kind is ResourceKind.STACK:
         members: Data = {"name": entry.name}
         for member_kind in (ResourceKind.SERVICE, ResourceKind.CONFIG, ResourceKind.SECRET,
                             ResourceKind.NETWORK, ResourceKind.VOLUME):
             members[member_kind.spec.plural] = [
-                {"@id": path_of(member_kind, member.id), "@type": member_kind.spec.jsonld_type,
+                {"@id": base + path_of(member_kind, member.id), "@type": member_kind.spec.jsonld_type,
                  **item(cache, member)}
                 for member in cache.stack_members(entry.name, member_kind)]
         body["stack"] = members
     else:
-        body["services"] = [reference(service) for service in cache.services_using(kind, entry.id)]
+        body["services"] = [reference(service, base) for service in cache.services_using(kind, entry.id)]
     return body
