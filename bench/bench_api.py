@@ -110,15 +110,16 @@ class Plan:
     memory_tasks: int
     sync_runs: int
     docker_host: str | None
+    lab_replicas: int = 0
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Plan:
         if args.quick:
             quick = Budget(iterations=30, warmup=3, max_seconds=10, minimum=10)
-            return cls((10_000,), quick, quick, 10_000, 5, args.docker_host)
+            return cls((10_000,), quick, quick, 10_000, 5, args.docker_host, args.lab_replicas)
         return cls((10_000, 50_000), Budget(iterations=args.iterations),
                    Budget(iterations=args.iterations, max_seconds=90, minimum=50), 50_000, 20,
-                   args.docker_host)
+                   args.docker_host, args.lab_replicas)
 
     def budget_for(self, tasks: int, label: str) -> Budget:
         return self.slow_budget if tasks >= 50_000 and label != "task detail" else self.budget
@@ -347,12 +348,46 @@ def engine_query(client: Any) -> Callable[[], list[Raw]]:
     return call
 
 
+@contextlib.contextmanager
+def lab_scaled(host: str, replicas: int) -> Iterator[None]:
+    """Temporarily add ``replicas`` sleeping tasks to the lab, so the engine comparison is not made on a
+    couple of dozen tasks only. Bounded: gives up after 10 minutes; always removes the service."""
+    if replicas <= 0:
+        yield
+        return
+    import docker
+
+    client = docker.DockerClient(base_url=host, version="1.41", timeout=60)
+    service = client.services.create(
+        "local/busybox:latest", ["sleep", "1000000"], name=f"bench-scale-{os.getpid()}", init=True,
+        stop_grace_period=1_000_000_000, mode=docker.types.ServiceMode("replicated", replicas=replicas),
+        endpoint_spec=docker.types.EndpointSpec(mode="dnsrr"), labels={"shoal.bench": "1"})
+    try:
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            running = sum(1 for t in client.api.tasks(filters={"service": service.id})
+                          if t["Status"]["State"] == "running")
+            print(f"# lab scale-up: {running}/{replicas} tasks running", file=sys.stderr)
+            if running >= replicas:
+                break
+            time.sleep(5)
+        yield
+    finally:
+        service.remove()
+        client.close()
+
+
 def bench_engine(plan: Plan, report: Report) -> None:
     host = resolve_docker_host(plan.docker_host)
     if host is None or not is_local(host) or not reachable(host):
         report.notes.append(f"Engine section skipped: no reachable local engine (tried {host!r}); start one "
                             "with `scripts/lab-swarm up` or pass --docker-host.")
         return
+    with lab_scaled(host, plan.lab_replicas):
+        _bench_engine_on(plan, report, host)
+
+
+def _bench_engine_on(plan: Plan, report: Report, host: str) -> None:
     app = loaded_app(docker_host=host)
     watcher = runtime_of(app).watcher
     durations = []
@@ -441,6 +476,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="10k tasks only, few iterations (smoke run)")
     parser.add_argument("--iterations", type=int, default=200, help="timed requests per row (default 200)")
     parser.add_argument("--docker-host", help="engine for the lab section (default: $DOCKER_HOST, the lab)")
+    parser.add_argument("--lab-replicas", type=int, default=0,
+                        help="add a service with this many sleeping tasks to the lab for the engine section")
     parser.add_argument("--skip", action="append", default=[],
                         choices=("in-process", "http", "memory", "engine"), help="leave a section out")
     return parser.parse_args(argv)
