@@ -1,53 +1,20 @@
 """Shoal: the Docker Swarm state as a JSON-LD REST service.
 
-``create_app`` wires settings → Runtime → HTTP layer → blueprints and does no I/O: the Runtime (engine
-client, watcher) is started by gunicorn's ``post_worker_init`` hook, the ``shoal`` command or a test
-fixture, never at import time.
+Importing the package stays cheap and side-effect free (the ``shoal`` command must monkey-patch with
+gevent before sockets, ssl or the docker SDK are imported); the factory lives in ``app.factory``.
 """
 
 from __future__ import annotations
 
-import logging.config
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from flask import Flask
+if TYPE_CHECKING:
+    from flask import Flask
 
-from app.blueprints import meta, spa
-from app.blueprints.resources import resource_blueprint
-from app.config import Settings, load_settings
-from app.http import init_http
-from app.http.formats import FormatExtensions
-from app.http.mount import BasePath
-from app.http.security import init_security
-from app.logconfig import dict_config
-from app.openapi import API_KEY, ShoalApi
-from app.resources import ResourceKind
-from app.runtime import EXTENSION_KEY, Runtime
-from app.selfmetrics import init_self_metrics
-from app.version import VERSION
-
-_ROOT = Path(__file__).resolve().parent.parent
+    from app.config import Settings
 
 
 def create_app(settings: Settings | None = None, *, configure_logging: bool = True) -> Flask:
-    settings = settings or load_settings()
-    if configure_logging:
-        logging.config.dictConfig(dict_config(settings.log_level, settings.log_format))
-    app = Flask(__name__, template_folder=str(_ROOT / "templates"), static_folder=str(_ROOT / "static"))
-    app.config.update(
-        SHOAL_BASE_PATH=settings.base_path,
-        API_TITLE="Shoal", API_VERSION=VERSION, OPENAPI_VERSION="3.1.0",
-        API_SPEC_OPTIONS={"info": {"description": "Docker Swarm state, cached and served as JSON-LD."}},
-        JSON_SORT_KEYS=False,
-    )
-    app.extensions[EXTENSION_KEY] = Runtime(settings)
-    init_http(app)
-    init_security(app, tls=settings.tls_enabled)
-    init_self_metrics(app)
-    api = ShoalApi(app)
-    app.extensions[API_KEY] = api
-    for blueprint in (meta.blp, spa.blp, *(resource_blueprint(kind) for kind in ResourceKind)):
-        api.register_blueprint(blueprint)
-    wsgi = FormatExtensions(app.wsgi_app)
-    app.wsgi_app = BasePath(wsgi, settings.base_path) if settings.base_path else wsgi  # type: ignore[method-assign]
-    return app
+    from app.factory import create_app as build
+
+    return build(settings, configure_logging=configure_logging)
