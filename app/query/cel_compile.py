@@ -220,7 +220,7 @@ def _string_to_int(text: str) -> int:
 def _double_to_int(value: float) -> int:
     if not math.isfinite(value):
         raise Failure("cannot convert a non-finite double to int")
-    return _int(round(value))
+    return _int(math.trunc(value))
 
 
 def _uint_to_int(value: int) -> int:
