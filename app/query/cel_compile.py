@@ -13,6 +13,7 @@ double → ``float``, string → ``str``, null → ``None``, list → ``tuple``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
 import re
@@ -214,7 +215,10 @@ _INT_TEXT = re.compile(r"[+-]?[0-9]+")
 def _string_to_int(text: str) -> int:
     if _INT_TEXT.fullmatch(text) is None:
         raise Failure(f"cannot convert {text[:40]!r} to int")
-    return _int(int(text))
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 19:                      # beyond int64; Python also refuses 4300+ digit strings
+        raise Failure("integer overflow")
+    return _int(-int(digits) if text.startswith("-") else int(digits))
 
 
 def _double_to_int(value: float) -> int:
@@ -467,6 +471,8 @@ class Compiler:
         common = unify(yes.type, no.type)
         if common is None:
             type_error(f"the branches of ?: have different types, {yes.type} and {no.type}", pos)
+        if cond.const and not cond.fails:    # only the chosen branch is ever evaluated
+            return dataclasses.replace(yes if cond.value else no, type=common)
         cf, yf, nf = cond.fn, yes.fn, no.fn
         return self._build(lambda a: yf(a) if cf(a) else nf(a), common, (cond, yes, no))
 
@@ -475,6 +481,11 @@ class Compiler:
         for side in (left, right):
             if side.type != BOOL:
                 type_error(f"'{symbol}' needs bool operands, not {side.type}", pos)
+        # A constant side decides or drops out, exactly under CEL's rules (x && false is false even
+        # when x fails; x && true is x).
+        for known, other in ((left, right), (right, left)):
+            if known.const and not known.fails:
+                return known if known.value == is_or else other
         lf, rf = left.fn, right.fn
         fn: Eval
         if not left.fails:                   # plain short-circuit already matches CEL

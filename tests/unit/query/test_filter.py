@@ -155,6 +155,19 @@ def test_errors_that_decide_the_result_fail_the_item(expression: str) -> None:
     runtime_problem(expression)
 
 
+def test_int_of_a_huge_digit_string_is_an_evaluation_error() -> None:
+    assert "overflow" in runtime_problem("int(error) > 0", dict(TASK, error="9" * 5000)).detail
+    assert evaluate("int(error) == 7", activation=dict(TASK, error="0" * 5000 + "7")) is True
+
+
+def test_constant_operands_simplify_without_changing_the_result() -> None:
+    assert evaluate('true && state == "running"') is True
+    assert evaluate('state == "x" || true') is True
+    assert evaluate("false ? slot / 0 == 1 : slot == 3") is True
+    runtime_problem("true && slot / 0 == 1")
+    runtime_problem("slot / 0 == 1 || false")
+
+
 def test_an_error_on_one_item_does_not_poison_the_predicate() -> None:
     predicate = compile_filter("10 / slot > 2", K.TASK)
     assert predicate(dict(TASK, slot=3)) is True

@@ -16,6 +16,11 @@ commutative ``&&``/``||`` may hide that failure inside a bigger expression. Our 
 agreeing with celpy's failure; a bool celpy derives *around* a type error is the case we deliberately
 refuse (see the ``app.query.filter`` docstring).
 
+Besides whole boolean expressions, the values of int/uint/double/string terms are compared directly,
+int64 arithmetic operand by operand, the builtins and ``field <op> literal`` fast paths with literals
+derived from the item, and logic over atoms that fail for some items. Each of these catches deliberately
+planted bugs (wrong remainder sign, floor division, non-commutative ``&&``, a flipped comparison, ...).
+
 The generator stays clear of the documented divergences, where we follow the CEL specification instead of
 celpy: negative list indexes, ``int()`` of strings with ``0x``/spaces/underscores, double division by
 zero, ``contains`` on concatenated strings, out-of-range literals, invalid constant regular expressions.
