@@ -38,15 +38,19 @@ def synced_cache(objects: dict[ResourceKind, list[Raw]]) -> Cache:
     return cache
 
 
-@pytest.fixture
-def harness(fake_engine: FakeEngine) -> Iterator[Harness]:
-    """App + runtime following ``fake_engine``, after its first full sync."""
-    built = build_harness(fake_engine)
+def _running(engine: FakeEngine) -> Iterator[Harness]:
+    built = build_harness(engine)
     built.start()
     try:
         yield built
     finally:
         built.stop()
+
+
+@pytest.fixture
+def harness(fake_engine: FakeEngine) -> Iterator[Harness]:
+    """App + runtime following ``fake_engine``, after its first full sync."""
+    yield from _running(fake_engine)
 
 
 @pytest.fixture
@@ -68,12 +72,7 @@ def unsynced(fake_engine: FakeEngine) -> Harness:
 @pytest.fixture(scope="module")
 def shared_harness() -> Iterator[Harness]:
     """One synced app per test module, for tests that only read (faster than an app per test)."""
-    built = build_harness(FakeEngine(cluster()))
-    built.start()
-    try:
-        yield built
-    finally:
-        built.stop()
+    yield from _running(FakeEngine(cluster()))
 
 
 @pytest.fixture
