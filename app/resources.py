@@ -42,7 +42,6 @@ class KindSpec:
     plural: str                       # URL segment: /services
     jsonld_type: str                  # "@type" of one resource
     id_is_name: bool                  # stacks and volumes are addressed by name
-    not_found_code: str               # problem code of a missing detail
     filter_fields: dict[str, FieldType]
     sort_fields: tuple[str, ...]
     detail_key: str                   # key of the resource inside its detail envelope
@@ -60,34 +59,34 @@ _S, _I = FieldType.STRING, FieldType.INT
 
 KIND_SPECS: dict[ResourceKind, KindSpec] = {
     ResourceKind.NODE: KindSpec(
-        "nodes", "Node", False, "NOD003",
+        "nodes", "Node", False,
         {"id": _S, "name": _S, "state": _S, "role": _S, "availability": _S},
         ("hostname", "role", "status", "availability"), "node"),
     ResourceKind.SERVICE: KindSpec(
-        "services", "Service", False, "SVC003",
+        "services", "Service", False,
         {"id": _S, "name": _S, "image": _S, "mode": _S, "stack": _S},
         ("name", "mode"), "service"),
     ResourceKind.TASK: KindSpec(
-        "tasks", "Task", False, "TSK002",
+        "tasks", "Task", False,
         {"id": _S, "state": _S, "desired_state": _S, "image": _S, "exit_code": _I, "error": _S,
          "service": _S, "node": _S, "slot": _I},
         ("state", "service", "node"), "task"),
     ResourceKind.STACK: KindSpec(
-        "stacks", "Stack", True, "STK001",
+        "stacks", "Stack", True,
         {"name": _S, "services": _I, "configs": _I, "secrets": _I, "networks": _I, "volumes": _I},
         ("name",), "stack"),
     ResourceKind.CONFIG: KindSpec(
-        "configs", "Config", False, "CFG002", {"id": _S, "name": _S},
+        "configs", "Config", False, {"id": _S, "name": _S},
         ("name", "created", "updated"), "config"),
     ResourceKind.SECRET: KindSpec(
-        "secrets", "Secret", False, "SEC002", {"id": _S, "name": _S},
+        "secrets", "Secret", False, {"id": _S, "name": _S},
         ("name", "created", "updated"), "secret"),
     ResourceKind.NETWORK: KindSpec(
-        "networks", "Network", False, "NET002",
+        "networks", "Network", False,
         {"id": _S, "name": _S, "driver": _S, "scope": _S},
         ("name", "driver", "scope"), "network"),
     ResourceKind.VOLUME: KindSpec(
-        "volumes", "Volume", True, "VOL002",
+        "volumes", "Volume", True,
         {"name": _S, "driver": _S, "scope": _S},
         ("name", "driver", "scope"), "volume"),
 }

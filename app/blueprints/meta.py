@@ -13,7 +13,7 @@ from flask_smorest import Blueprint
 from werkzeug.exceptions import NotFound
 
 from app.blueprints.docs import errors
-from app.errors import REGISTRY, ProblemError
+from app.errors import REGISTRY
 from app.http import respond
 from app.http.jsonld import context_document, envelope
 from app.http.negotiation import negotiated
@@ -21,7 +21,7 @@ from app.openapi import openapi_document
 from app.runtime import current_runtime
 from app.schemas.v1.envelopes import ErrorCollectionV1, ErrorDefV1
 from app.selfmetrics import render_metrics
-from app.version import VERSION
+from app.version import VERSION, build_info
 
 blp = Blueprint("meta", __name__, description="Health, readiness, metrics and API documentation.")
 STATIC_CACHE = "public, max-age=3600"
@@ -37,10 +37,11 @@ def _iso(timestamp: float | None) -> str | None:
 class Health(MethodView):
     @blp.response(200, description="The process is alive; status is error until the first engine sync.")
     def get(self) -> Response:
-        runtime = current_runtime()
+        runtime, build = current_runtime(), build_info()
         body = {**envelope(runtime.settings.base_path, "/-/health", "Health"),
                 "status": "ok" if runtime.cache.freshness.synced else "error",
-                "version": VERSION, "operationsLevel": runtime.settings.operations_level}
+                "version": VERSION, "commit": build.commit, "buildDate": build.build_date,
+                "operationsLevel": runtime.settings.operations_level}
         return respond.document(body, content_type="application/json", cache_control="no-store")
 
 
@@ -73,9 +74,10 @@ class Ready(MethodView):
 class Metrics(MethodView):
     @blp.response(200, description="Prometheus text exposition of the service's own metrics.",
                   content_type="text/plain")
+    @blp.alt_response(404, description="Self metrics are disabled (server.self_metrics = false).")
     def get(self) -> Response:
         if not current_runtime().settings.self_metrics:
-            raise ProblemError("API003", detail="Self metrics are disabled (server.self_metrics).")
+            raise NotFound("Self metrics are disabled (server.self_metrics).")
         return render_metrics(current_app)
 
 

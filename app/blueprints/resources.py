@@ -9,10 +9,10 @@ from __future__ import annotations
 from flask import Response, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
+from werkzeug.exceptions import NotFound
 
 from app.blueprints.docs import errors, list_parameters
 from app.cache.entries import Entry
-from app.errors import ProblemError
 from app.http import respond
 from app.http.negotiation import negotiated
 from app.query import listing
@@ -23,9 +23,11 @@ from app.schemas.v1.envelopes import COLLECTION_SCHEMAS, DETAIL_SCHEMAS
 
 
 def _lookup(kind: ResourceKind, object_id: str) -> Entry:
+    """A missing resource is the interface's generic 404 (``about:blank``); the reference's per-kind
+    codes (``SVC003``...) stay in the registry for write operations."""
     entry = current_runtime().cache.get(kind, object_id)
     if entry is None:
-        raise ProblemError(kind.spec.not_found_code, detail=f"No {kind.value} {object_id!r}.")
+        raise NotFound(f"No {kind.value} {object_id!r}.")
     return entry
 
 
@@ -33,7 +35,7 @@ def resource_blueprint(kind: ResourceKind) -> Blueprint:
     spec = kind.spec
     blp = Blueprint(spec.plural, f"{__name__}.{kind.value}", url_prefix=spec.path,
                     description=f"{spec.jsonld_type} resources, read from the cache.")
-    not_found = {404: f"{spec.not_found_code}: no such {kind.value}."}
+    not_found = {404: f"No such {kind.value} (generic about:blank problem)."}
 
     @blp.route("")
     class Collection(MethodView):
@@ -65,7 +67,8 @@ def resource_blueprint(kind: ResourceKind) -> Blueprint:
                 cache = current_runtime().cache
                 tasks = cache.tasks_of_node(entry.id) if kind is ResourceKind.NODE \
                     else cache.tasks_of_service(entry.id)
-                return respond.collection(ResourceKind.TASK, Page(tasks, len(tasks), len(tasks), 0, False))
+                return respond.collection(ResourceKind.TASK, Page(tasks, len(tasks), len(tasks), 0, False),
+                                          paged=False)
 
     return blp
 

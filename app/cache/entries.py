@@ -66,13 +66,13 @@ def service_mode(raw: Mapping[str, Any]) -> str:
     return ""
 
 
-# Running first, then the states on the way to running, then the rest alphabetically (reference §3.1).
-_TASK_STATE_RANK = {"running": 0, "new": 1, "pending": 1, "assigned": 1, "accepted": 1, "preparing": 1,
-                    "ready": 1, "starting": 1}
+# Reference §3.1: running first, then new/preparing/starting/ready (in that order), then the rest
+# alphabetically (pending, assigned and accepted included: the reference lists exactly these four).
+_TASK_STATE_RANK = {"running": 0, "new": 1, "preparing": 2, "starting": 3, "ready": 4}
 
 
 def _task_state_key(state: str) -> SortKey:
-    return (_TASK_STATE_RANK.get(state, 2), state)
+    return (_TASK_STATE_RANK.get(state, 5), state)
 
 
 Derived = tuple[str, str, Activation, dict[str, SortKey], str]  # id, name, activation, sort keys, updated

@@ -12,9 +12,10 @@ from werkzeug.exceptions import NotFound
 
 from app.errors import ProblemError
 from app.http.conditional import apply_conditional
+from app.http.formats import requested_format
 from app.http.links import discovery_links, link
 from app.http.mount import OUTSIDE_KEY
-from app.http.negotiation import HTML, JSON
+from app.http.negotiation import wants_html
 from app.http.paths import is_meta, is_resource
 from app.http.problems import init_problems, problem_response
 from app.http.request_id import init_request_id
@@ -31,7 +32,7 @@ def _readiness_gate() -> None:
     """Before the first sync a resource read would be a lie: 503 ENG001 (the HTML shell still loads)."""
     if not is_resource(request.path) or current_runtime().cache.freshness.synced:
         return
-    if request.accept_mimetypes.best_match([JSON, HTML]) == HTML and "shoal.format" not in request.environ:
+    if wants_html(request.accept_mimetypes, requested_format(request.environ)):
         return
     raise ProblemError("ENG001", detail="The first engine sync has not completed yet.",
                        headers={"Retry-After": "1"})
@@ -56,8 +57,7 @@ def _finalize(response: Response) -> Response:
 def _not_found(error: NotFound) -> Response:
     """Unknown paths serve the dashboard shell to browsers (client-side routes); others get a 404 problem."""
     if request.url_rule is None and request.method in ("GET", "HEAD") and not request.environ.get(OUTSIDE_KEY) \
-            and "shoal.format" not in request.environ \
-            and request.accept_mimetypes.best_match([JSON, HTML]) == HTML:
+            and wants_html(request.accept_mimetypes, requested_format(request.environ)):
         return Response(render_template("spa.html", feed_path=None), mimetype="text/html")
     return problem_response(404, "Not Found", error.description or "Not found.")
 

@@ -7,6 +7,7 @@ Runs in one after_request hook for every buffered 200/206 response, so no view c
 from __future__ import annotations
 
 import hashlib
+import re
 from datetime import UTC, datetime
 
 from flask import Request, Response
@@ -16,14 +17,22 @@ def compute_etag(body: bytes) -> str:
     return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
 
 
+_ENGINE_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)?")
+
+
 def parse_engine_time(text: str) -> datetime | None:
-    """Engine timestamps carry nanoseconds (``2026-11-23T09:12:34.123456789Z``); keep the seconds."""
-    if not text:
+    """Engine timestamps carry nanoseconds (``2026-11-23T09:12:34.123456789Z``), which Python cannot
+    parse, and volumes carry the engine host's offset (``…+02:00``): keep the seconds, honour the offset
+    (none means UTC)."""
+    match = _ENGINE_TIME.fullmatch(text.strip()) if text else None
+    if match is None:
         return None
+    seconds, offset = match.groups()
     try:
-        return datetime.strptime(text[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+        parsed = datetime.fromisoformat(seconds + ("+00:00" if offset in (None, "Z") else offset))
     except ValueError:
         return None
+    return parsed.astimezone(UTC)
 
 
 def _etag_matches(header: str, etag: str) -> bool:

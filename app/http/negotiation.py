@@ -48,8 +48,19 @@ _BY_TYPE = {
 _BY_EXTENSION = {"json": _BY_TYPE[JSON], "html": _BY_TYPE[HTML], "atom": _BY_TYPE[ATOM]}
 
 
+def _without_parameters(accept: MIMEAccept) -> MIMEAccept:
+    """Media-range parameters (``charset=utf-8``, ``level=1``) do not select a different representation
+    here, but werkzeug only matches a range whose parameters equal the offer's: drop them, keep q."""
+    ranges: dict[str, float] = {}
+    for value, quality in accept:
+        base = value.split(";", 1)[0].strip().lower()
+        ranges[base] = max(quality, ranges.get(base, 0))
+    return MIMEAccept(list(ranges.items()))
+
+
 def negotiate(accept: MIMEAccept, extension: str | None, *, sse: bool, atom: bool) -> Representation:
     """Pick a representation or raise the 406 problem; SSE/Atom only where the endpoint has them."""
+    accept = _without_parameters(accept)
     if extension is not None:
         chosen = _BY_EXTENSION[extension]
         if chosen.media == "atom" and not atom:
@@ -92,6 +103,15 @@ def negotiated(*, sse: StreamHandler | None = None, atom: StreamHandler | None =
         return wrapper
 
     return decorate
+
+
+def wants_html(accept: MIMEAccept, extension: str | None) -> bool:
+    """Whether a request outside negotiated views (unknown paths, the readiness gate) is a browser's:
+    the ``.html`` extension, or an Accept that prefers HTML to JSON, with the same precedence as
+    ``negotiate``."""
+    if extension is not None:
+        return extension == "html"
+    return _without_parameters(accept).best_match([JSON, HTML]) == HTML
 
 
 def current_representation() -> Representation:

@@ -16,6 +16,7 @@ from flask import Flask, Response, current_app, request
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, UnprocessableEntity
 
 from app.errors import ProblemError
+from app.http.formats import requested_format
 from app.http.request_id import current_request_id
 
 log = logging.getLogger(__name__)
@@ -27,18 +28,28 @@ def _base_path() -> str:
     return value if isinstance(value, str) else ""
 
 
+def _requested_path() -> str:
+    """The path as the client sent it: base path (SCRIPT_NAME, empty outside it) and format extension
+    put back on the routed path."""
+    if not request:
+        return ""
+    extension = requested_format(request.environ)
+    return request.script_root + request.path + (f".{extension}" if extension else "")
+
+
 def problem_response(status: int, title: str, detail: str, *, code: str | None = None,
                      headers: dict[str, str] | None = None, extra: dict[str, Any] | None = None) -> Response:
     base = _base_path()
+    instance = _requested_path()
     body: dict[str, Any] = {
         "@context": f"{base}/api/context.jsonld",
-        "@id": request.path if request else "",
+        "@id": instance,
         "@type": "Problem",
         "type": f"{base}/api/errors/{code}" if code else "about:blank",
         "title": title,
         "status": status,
         "detail": detail,
-        "instance": (base + request.path) if request else "",
+        "instance": instance,
         "requestId": current_request_id(),
     }
     if code:

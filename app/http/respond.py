@@ -62,20 +62,23 @@ def _framed_item(kind: ResourceKind, data: dict[str, Any], object_id: str, base:
     return {"@id": base + representations.path_of(kind, object_id), "@type": kind.spec.jsonld_type, **data}
 
 
-def collection(kind: ResourceKind, page: Page) -> Response:
+def collection(kind: ResourceKind, page: Page, *, paged: bool = True) -> Response:
+    """A collection at the request's own path; ``paged=False`` for the unpaginated task lists of a node
+    or service (``limit`` = ``total``), which get no paging Links and ignore Range."""
     cache, base, version = current_runtime().cache, base_path(), current_representation().version
     items = [_framed_item(kind, representations.item(cache, e), e.id, base) for e in page.items]
-    body = envelope(base, kind.spec.path, "Collection")
+    body = envelope(base, request.path, "Collection")
     body.update(items=many_schema_for(kind, version).dump(items), total=page.total, limit=page.limit,
                 offset=page.offset)
     response = document(body, status=206 if page.partial_range else 200)
     if page.partial_range:
         response.headers["Content-Range"] = content_range(page.offset, len(page.items), page.total)
-    response.headers["Accept-Ranges"] = "items"
     placeholder = "{" + kind.spec.id_placeholder + "}"
     response.headers["Link-Template"] = f'<{base}{kind.spec.path}/{placeholder}>; rel="item"'
-    for value in _paging_links(page):
-        response.headers.add("Link", value)
+    if paged:
+        response.headers["Accept-Ranges"] = "items"
+        for value in _paging_links(page):
+            response.headers.add("Link", value)
     return _with_freshness(response)
 
 

@@ -80,13 +80,14 @@ def test_every_kind_has_every_filter_field_and_sort_key(kind: ResourceKind) -> N
 
 def test_task_state_sort_puts_running_first_then_starting_states_then_the_rest_alphabetically() -> None:
     states = ["shutdown", "failed", "pending", "running", "complete", "new", "rejected", "starting",
-              "preparing", "ready", "orphaned"]
+              "preparing", "ready", "orphaned", "assigned", "accepted"]
     entries = [build_entry(K.TASK, o.task(f"t{index}", "s", "n", state=state))
                for index, state in enumerate(states)]
     ordered = [e.activation["state"] for e in sorted(entries, key=lambda e: e.sort_keys["state"])]
     assert ordered[0] == "running"
-    assert set(ordered[1:6]) == {"new", "pending", "preparing", "ready", "starting"}
-    assert ordered[6:] == ["complete", "failed", "orphaned", "rejected", "shutdown"]
+    assert ordered[1:5] == ["new", "preparing", "starting", "ready"]
+    assert ordered[5:] == ["accepted", "assigned", "complete", "failed", "orphaned", "pending", "rejected",
+                           "shutdown"]
 
 
 def test_name_sort_keys_are_case_insensitive() -> None:

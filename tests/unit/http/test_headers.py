@@ -101,6 +101,21 @@ def test_last_modified_per_kind(client: FlaskClient, path: str, expected: str) -
     assert client.get(path).headers["Last-Modified"] == expected
 
 
+@pytest.mark.parametrize(("created", "expected"), [
+    ("2024-05-04T11:15:00+02:00", "Sat, 04 May 2024 09:15:00 GMT"),
+    ("2024-05-04T04:15:00.123456789-05:00", "Sat, 04 May 2024 09:15:00 GMT"),
+    ("2024-05-04T09:15:00.5Z", "Sat, 04 May 2024 09:15:00 GMT"),
+])
+def test_last_modified_honours_the_engines_utc_offset(harness: Harness, created: str, expected: str) -> None:
+    harness.cache.upsert(ResourceKind.VOLUME, {**o.volume("tz-volume"), "CreatedAt": created})
+    client = harness.app.test_client()
+    response = client.get("/volumes/tz-volume")
+    assert response.headers["Last-Modified"] == expected
+    assert client.get("/volumes/tz-volume", headers={"If-Modified-Since": expected}).status_code == 304
+    before = client.get("/volumes/tz-volume", headers={"If-Modified-Since": "Sat, 04 May 2024 09:14:59 GMT"})
+    assert before.status_code == 200
+
+
 def test_stacks_and_lists_have_no_last_modified(client: FlaskClient) -> None:
     assert "Last-Modified" not in client.get("/stacks/shop").headers
     assert "Last-Modified" not in client.get("/services").headers
@@ -369,6 +384,12 @@ def test_a_path_outside_the_base_path_is_a_404_problem(prefixed: Harness) -> Non
     assert response.status_code == 404
     assert response.mimetype == "application/problem+json"
     assert response.get_json(force=True)["requestId"] == response.headers["Request-Id"]
+
+
+def test_a_problem_outside_the_base_path_names_the_path_as_requested(prefixed: Harness) -> None:
+    body = prefixed.app.test_client().get("/services.json").get_json(force=True)
+    assert body["instance"] == body["@id"] == "/services.json"
+    assert body["@context"] == "/shoal/api/context.jsonld"
 
 
 def test_a_path_outside_the_base_path_echoes_the_request_id(prefixed: Harness) -> None:

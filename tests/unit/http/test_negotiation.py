@@ -148,3 +148,41 @@ def test_meta_endpoints_do_not_vary_on_accept(client: FlaskClient, path: str) ->
     response = client.get(path)
     assert response.status_code == 200
     assert "accept" not in response.headers.get("Vary", "").lower()
+
+
+# --------------------------------------------------------------------------- media-range parameters
+@pytest.mark.parametrize(("accept", "expected"), [
+    ("application/json; charset=utf-8", JSON),
+    ("application/vnd.service.v1+json; charset=utf-8", V1),
+    ("application/json;q=0.5, application/vnd.service.v1+json; charset=utf-8;q=0.9", V1),
+    ("application/ld+json; profile=\"https://www.w3.org/ns/json-ld#compacted\"", JSON),
+])
+def test_media_range_parameters_do_not_prevent_a_match(client: FlaskClient, accept: str, expected: str) -> None:
+    for path in (LIST, DETAIL):
+        assert_json(get(client, path, accept), expected)
+
+
+def test_html_with_a_charset_parameter_gets_the_dashboard_shell(client: FlaskClient) -> None:
+    response = get(client, LIST, "text/html; charset=utf-8")
+    assert response.status_code == 200
+    assert response.mimetype == "text/html"
+
+
+def test_a_parameter_does_not_turn_a_refused_type_into_an_offered_one(client: FlaskClient) -> None:
+    response = get(client, LIST, "application/xml; charset=utf-8")
+    assert response.status_code == 406
+    assert response.get_json(force=True)["code"] == "API003"
+
+
+# --------------------------------------------------------------------------- the .html extension first
+def test_the_html_extension_on_an_unknown_path_gets_the_shell_whatever_accept_says(client: FlaskClient) -> None:
+    response = get(client, "/no/such/page.html", JSON)
+    assert response.status_code == 200
+    assert response.mimetype == "text/html"
+
+
+def test_the_json_extension_on_an_unknown_path_is_a_404_problem_even_for_browsers(client: FlaskClient) -> None:
+    response = get(client, "/no/such/page.json", BROWSER)
+    assert response.status_code == 404
+    assert response.mimetype == PROBLEM
+    assert response.get_json(force=True)["instance"] == "/no/such/page.json"

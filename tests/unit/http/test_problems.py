@@ -1,4 +1,4 @@
-"""RFC 9457 problems: shape, per-kind 404 codes, generic HTTP errors, unexpected exceptions, the
+"""RFC 9457 problems: shape, generic 404s for missing resources, generic HTTP errors, unexpected exceptions, the
 browsable error registry, and the readiness gate before the first sync."""
 
 from __future__ import annotations
@@ -42,19 +42,17 @@ def problem(response: TestResponse, status: int) -> dict:  # type: ignore[type-a
 
 # --------------------------------------------------------------------------- 404 on a detail
 @pytest.mark.parametrize("kind", list(ResourceKind))
-def test_a_missing_detail_is_404_with_the_kinds_code(client: FlaskClient, kind: ResourceKind) -> None:
+def test_a_missing_detail_is_a_generic_404(client: FlaskClient, kind: ResourceKind) -> None:
+    """The interface's "Resource missing | 404 | about:blank generic" wins over the reference's
+    per-kind codes (a spot the reference marks "Found:")."""
     path = f"{kind.spec.path}/does-not-exist"
     body = problem(client.get(path, headers={"Request-Id": "p-404"}), 404)
-    code = kind.spec.not_found_code
-    assert body["type"] == f"/api/errors/{code}"
-    assert body["code"] == code
-    assert body["title"] == REGISTRY[code].title
+    assert body["type"] == "about:blank"
+    assert body["title"] == "Not Found"
+    assert "code" not in body
+    assert "does-not-exist" in body["detail"] and kind.value in body["detail"]
     assert body["instance"] == path
     assert body["requestId"] == "p-404"
-
-
-def test_a_missing_service_is_svc003(client: FlaskClient) -> None:
-    assert problem(client.get("/services/nope"), 404)["type"] == "/api/errors/SVC003"
 
 
 def test_ids_are_matched_exactly_not_by_prefix_or_name(client: FlaskClient) -> None:
@@ -64,16 +62,16 @@ def test_ids_are_matched_exactly_not_by_prefix_or_name(client: FlaskClient) -> N
 
 
 def test_a_missing_parent_of_a_task_list_is_404(client: FlaskClient) -> None:
-    assert problem(client.get("/nodes/nope/tasks"), 404)["type"] == "/api/errors/NOD003"
-    assert problem(client.get("/services/nope/tasks"), 404)["type"] == "/api/errors/SVC003"
+    assert problem(client.get("/nodes/nope/tasks"), 404)["type"] == "about:blank"
+    assert problem(client.get("/services/nope/tasks"), 404)["type"] == "about:blank"
 
 
 def test_the_problem_type_resolves_to_its_definition(client: FlaskClient) -> None:
-    body = problem(client.get("/secrets/nope"), 404)
+    body = problem(client.get("/tasks?filter=slot%20%3E"), 400)
     definition = client.get(body["type"])
     assert definition.status_code == 200
-    assert definition.get_json()["code"] == "SEC002"
-    assert definition.get_json()["status"] == 404
+    assert definition.get_json()["code"] == body["code"] == "FLT002"
+    assert definition.get_json()["status"] == 400
 
 
 # --------------------------------------------------------------------------- unknown paths
@@ -221,7 +219,9 @@ def test_resource_reads_before_the_first_sync_are_503_eng001(unsynced: Harness, 
 
 def test_the_json_extension_is_gated_even_for_browsers(unsynced: Harness) -> None:
     response = unsynced.app.test_client().get("/services.json", headers={"Accept": BROWSER})
-    assert problem(response, 503)["type"] == "/api/errors/ENG001"
+    body = problem(response, 503)
+    assert body["type"] == "/api/errors/ENG001"
+    assert body["instance"] == "/services.json"
 
 
 @pytest.mark.parametrize(("path", "status"), [
@@ -257,3 +257,12 @@ def test_the_gate_opens_after_the_first_sync(unsynced: Harness) -> None:
         assert client.get("/-/health").get_json()["status"] == "ok"
     finally:
         unsynced.stop()
+
+
+@pytest.mark.parametrize(("path", "accept"), [("/services.html", "application/json"),
+                                              ("/services", "text/html; charset=utf-8")])
+def test_the_dashboard_shell_loads_before_the_first_sync(unsynced: Harness, path: str, accept: str) -> None:
+    response = unsynced.app.test_client().get(path, headers={"Accept": accept})
+    assert response.status_code == 200
+    assert response.mimetype == "text/html"
+

@@ -186,6 +186,18 @@ def test_task_sublists_are_unpaginated_and_enriched(client: FlaskClient, kind: R
     assert body["limit"] == body["total"] == len(expected[kind])
     assert all(item["ServiceName"] and item["NodeHostname"] for item in body["items"])
     assert all(item["@type"] == "Task" for item in body["items"])
+    assert body["@id"] == f"{kind.spec.path}/{parent}/tasks"
+    assert not {"first", "prev", "next", "last"} & set(links(response))
+    assert "Accept-Ranges" not in response.headers
+    assert response.headers["Link-Template"] == '</tasks/{id}>; rel="item"'
+
+
+def test_an_empty_task_sublist_has_limit_zero_and_no_paging_links(harness: Harness) -> None:
+    harness.cache.upsert(K.NODE, o.node("n-idle", "idle"))
+    response = harness.app.test_client().get("/nodes/n-idle/tasks")
+    body = ok(response)
+    assert (body["items"], body["total"], body["limit"], body["offset"]) == ([], 0, 0, 0)
+    assert "limit=0" not in response.headers.get("Link", "")
 
 
 # --------------------------------------------------------------------------- secrets
@@ -304,7 +316,10 @@ def test_the_base_path_prefixes_ids_links_and_problem_types(fake_engine: FakeEng
         detail = ok(client.get(f"/shoal/tasks/{o.TASK_WEB_1}"))
         assert detail["@id"] == f"/shoal/tasks/{o.TASK_WEB_1}"
         missing = client.get("/shoal/services/nope").get_json()
-        assert (missing["type"], missing["instance"]) == ("/shoal/api/errors/SVC003", "/shoal/services/nope")
+        assert (missing["type"], missing["instance"], missing["@id"]) == \
+            ("about:blank", "/shoal/services/nope", "/shoal/services/nope")
+        problem = client.get("/shoal/tasks?filter=(").get_json()
+        assert problem["type"] == "/shoal/api/errors/FLT002"
     finally:
         built.stop()
 

@@ -147,7 +147,7 @@ def test_sort_is_case_insensitive(synced_cache: Cache) -> None:
 
 def test_task_state_sort_puts_running_tasks_first(synced_cache: Cache) -> None:
     states = [e.activation["state"] for e in run(synced_cache, K.TASK, {"sort": "state"}).items]
-    assert states == ["running"] * 4 + ["pending", "failed", "shutdown"]
+    assert states == ["running"] * 4 + ["failed", "pending", "shutdown"]
 
 
 def test_node_status_sort_orders_by_state(synced_cache: Cache) -> None:
