@@ -11,6 +11,7 @@ from typing import Any
 
 from app.cache.entries import Entry
 from app.cache.store import Cache
+from app.query import service_insights
 from app.resources import ResourceKind
 
 Data = dict[str, Any]
@@ -53,13 +54,15 @@ def reference(entry: Entry, base: str, cache: Cache | None = None) -> Data:
 
 def detail(cache: Cache, entry: Entry, base: str) -> Data:
     """The members of a detail envelope besides ``@context``/``@id``/``@type``: the resource under its
-    kind's key, then its cross-references (paths under the ``base`` path prefix)."""
+    kind's key, then its cross-references (paths under the ``base`` path prefix); a service also gets its
+    ``changes`` and ``integrations`` (``app.query.service_insights``)."""
     kind = entry.kind
     body: Data = {kind.spec.detail_key: item(cache, entry)}
     if kind is ResourceKind.NODE:
         body["tasks"] = [reference(task, base, cache) for task in cache.tasks_of_node(entry.id)]
     elif kind is ResourceKind.SERVICE:
         body["tasks"] = [reference(task, base, cache) for task in cache.tasks_of_service(entry.id)]
+        body.update(service_insights.detail_members(entry.raw))
     elif kind is ResourceKind.TASK:
         service_id, node_id = str(entry.activation["service"]), str(entry.activation["node"])
         service = cache.get(ResourceKind.SERVICE, service_id)
