@@ -67,7 +67,7 @@ def negotiate(accept: MIMEAccept, extension: str | None, *, sse: bool, atom: boo
             raise ProblemError("API003", detail=f"The .{extension} form is not available here.")
         return chosen
     offered = [JSON, JSON_V1, JSON_LD, HTML] + ([SSE] if sse else []) + ([ATOM] if atom else [])
-    if not accept or (accept.best == "*/*" and len(accept) == 1):
+    if not accept:
         return _BY_TYPE[JSON]
     best = accept.best_match(offered)
     if best is None:

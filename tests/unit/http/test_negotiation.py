@@ -186,3 +186,9 @@ def test_the_json_extension_on_an_unknown_path_is_a_404_problem_even_for_browser
     assert response.status_code == 404
     assert response.mimetype == PROBLEM
     assert response.get_json(force=True)["instance"] == "/no/such/page.json"
+
+
+def test_anything_at_quality_zero_is_not_acceptable(client: FlaskClient) -> None:
+    response = get(client, LIST, "*/*;q=0")
+    assert response.status_code == 406
+    assert_json(get(client, LIST, "*/*"))
