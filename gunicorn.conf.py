@@ -1,25 +1,25 @@
 """gunicorn settings: one gevent worker (the cache lives in the process), Runtime started in the worker.
 
 No ``preload_app``: the Docker client and greenlets must be created after gevent has patched the worker.
+A configuration error ends the master here with one line on stderr and status 2: gunicorn reports any
+*Exception* from this file as "Failed to read config file" plus a traceback, but lets SystemExit through.
 """
 
 from __future__ import annotations
 
-import os
+import sys
 from typing import Any
 
-from app.config import load_settings
+from app.config import ConfigError, load_settings, log_report
 from app.logconfig import dict_config
 
-_settings = load_settings()
+try:
+    _settings = load_settings()
+except ConfigError as exc:
+    print(f"shoal: configuration error: {exc}", file=sys.stderr, flush=True)
+    raise SystemExit(2) from None
 
-
-def _bind(listen_addr: str) -> str:
-    host, _, port = listen_addr.rpartition(":")
-    return f"{host or '0.0.0.0'}:{port or '9000'}"
-
-
-bind = os.environ.get("GUNICORN_BIND", _bind(_settings.listen_addr))
+bind = str(_settings.listen_addr)       # gunicorn's own -b/--bind and GUNICORN_CMD_ARGS win
 worker_class = "gevent"
 workers = 1
 worker_connections = 2000          # well above the 256 + 128 + 64 stream caps plus ordinary requests
@@ -28,8 +28,13 @@ graceful_timeout = 10
 keepalive = 5
 preload_app = False
 logconfig_dict = dict_config(_settings.log_level, _settings.log_format)
-if _settings.tls_enabled:
-    certfile, keyfile = _settings.tls_cert, _settings.tls_key
+certfile = _settings.tls_cert      # None unless both tls.cert and tls.key are set (checked by load_settings)
+keyfile = _settings.tls_key
+
+
+def on_starting(server: Any) -> None:
+    """In the master, once, after gunicorn has applied ``logconfig_dict``."""
+    log_report(_settings)
 
 
 def post_worker_init(worker: Any) -> None:

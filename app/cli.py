@@ -1,4 +1,8 @@
-"""``shoal``: run the service for development with gevent's WSGI server (production: gunicorn)."""
+"""``shoal``: run the service for development with gevent's WSGI server (production: gunicorn).
+
+It listens where ``server.listen_addr`` says (IPv4, ``[IPv6]`` or ``unix:/path``) and terminates TLS
+itself when ``tls.cert`` / ``tls.key`` are set, as gunicorn does with the same settings.
+"""
 
 from __future__ import annotations
 
@@ -7,44 +11,141 @@ from gevent import monkey
 monkey.patch_all()
 
 import argparse  # noqa: E402 - gevent must patch before anything else imports sockets
+import contextlib  # noqa: E402
+import errno  # noqa: E402
 import logging  # noqa: E402
+import os  # noqa: E402
 import signal  # noqa: E402
+import socket  # noqa: E402
+import stat  # noqa: E402
 import sys  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 from gevent.pywsgi import WSGIServer  # noqa: E402
 
+if TYPE_CHECKING:
+    from flask import Flask
 
-def main(argv: list[str] | None = None) -> int:
+    from app.config import ListenAddress, Settings
+
+BACKLOG = 128
+log = logging.getLogger(__name__)
+
+
+class Server(WSGIServer):  # type: ignore[misc]  # gevent is untyped
+    """gevent's WSGI server; a failed TLS handshake (say, plain HTTP on the HTTPS port) is one log line,
+    not a greenlet traceback."""
+
+    def wrap_socket_and_handle(self, client_socket: socket.socket, address: Any) -> Any:
+        try:
+            return super().wrap_socket_and_handle(client_socket, address)
+        except OSError as exc:  # ssl.SSLError, resets and timeouts during the handshake
+            log.info("TLS connection failed", extra={"peer": str(address), "error": str(exc)})
+            return None
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="shoal", description=__doc__)
-    parser.add_argument("--config", help="TOML configuration file (else SERVICE_CONFIG)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--config", "-config", metavar="FILE",
+                        help="TOML configuration file (else SERVICE_CONFIG, else the searched locations)")
+    return parser.parse_args(argv)
 
-    from app import create_app
-    from app.config import ConfigError, load_settings
+
+def _remove_stale_socket(path: str) -> None:
+    """Remove a unix socket file nobody listens on any more; refuse a live socket or another file."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise OSError(errno.EEXIST, f"{path} exists and is not a socket")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1)
+        try:
+            probe.connect(path)
+        except (ConnectionRefusedError, FileNotFoundError):
+            os.unlink(path)
+            return
+    raise OSError(errno.EADDRINUSE, f"another process is listening on {path}")
+
+
+def unix_listener(path: str) -> socket.socket:
+    """A listening unix stream socket at ``path`` (a stale socket file there is replaced)."""
+    _remove_stale_socket(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(path)
+        sock.listen(BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def build_server(app: Flask, settings: Settings) -> Server:
+    """gevent's WSGI server on the configured address, with TLS when a cert and key are configured.
+
+    :raises OSError: the unix socket cannot be created (TCP addresses are bound by ``server.start()``).
+    """
+    from app.config import tls_context
+
+    address = settings.listen_addr
+    listener: Any = (unix_listener(address.unix_path) if address.unix_path is not None
+                     else (address.host, address.port))  # gevent picks AF_INET6 for a host with ':'
+    tls: dict[str, Any] = {}
+    if settings.tls_cert is not None and settings.tls_key is not None:
+        tls["ssl_context"] = tls_context(settings.tls_cert, settings.tls_key)
+    return Server(listener, app, log=None, error_log=logging.getLogger("shoal.server"), **tls)
+
+
+def _cleanup(address: ListenAddress) -> None:
+    if address.unix_path is not None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(address.unix_path)
+
+
+def serve(app: Flask, settings: Settings) -> int:
+    """Listen, start the Runtime, serve until SIGTERM/SIGINT; 1 when the address cannot be used."""
     from app.runtime import runtime_of
 
     try:
-        settings = load_settings(config_path=args.config)
-    except ConfigError as exc:
-        print(f"shoal: configuration error: {exc}", file=sys.stderr)
-        return 2
-    app = create_app(settings)
-    runtime = runtime_of(app)
-    host, _, port = settings.listen_addr.rpartition(":")
-    server = WSGIServer((host or "0.0.0.0", int(port or 9000)), app, log=None,
-                        error_log=logging.getLogger("shoal.server"))
+        server = build_server(app, settings)
+        server.start()
+    except OSError as exc:
+        print(f"shoal: cannot listen on {settings.listen_addr}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    log.info("listening on %s", settings.listen_addr,
+             extra={"listen_addr": str(settings.listen_addr), "tls": settings.tls_enabled})
 
     def shutdown(*_: object) -> None:
         server.stop(timeout=5)
 
     signal.signal(signal.SIGTERM, shutdown)
     signal.signal(signal.SIGINT, shutdown)
+    runtime = runtime_of(app)
     runtime.start()
     try:
         server.serve_forever()
     finally:
         runtime.stop()
+        _cleanup(settings.listen_addr)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+
+    from app import create_app
+    from app.config import ConfigError, load_settings, log_report
+
+    try:
+        settings = load_settings(config_path=args.config)
+    except ConfigError as exc:
+        print(f"shoal: configuration error: {exc}", file=sys.stderr)
+        return 2
+    app = create_app(settings)  # configures logging
+    log_report(settings)
+    return serve(app, settings)
 
 
 if __name__ == "__main__":

@@ -199,7 +199,7 @@ def free_port() -> int:
 def gunicorn_server(tasks: int) -> Iterator[str]:
     """Start gunicorn (gevent worker, synthetic cache) on a free local port; always stop it again."""
     port = free_port()
-    env = {**os.environ, "BENCH_TASKS": str(tasks), "GUNICORN_BIND": f"127.0.0.1:{port}",
+    env = {**os.environ, "BENCH_TASKS": str(tasks), "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
            "SERVICE_LOG_LEVEL": "warn"}
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(

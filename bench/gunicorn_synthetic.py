@@ -2,7 +2,7 @@
 
 Usage (from the repository root, as ``bench/bench_api.py`` does)::
 
-    BENCH_TASKS=10000 GUNICORN_BIND=127.0.0.1:8123 gunicorn -c bench/gunicorn_synthetic.py wsgi:app
+    BENCH_TASKS=10000 SERVICE_LISTEN_ADDR=127.0.0.1:8123 gunicorn -c bench/gunicorn_synthetic.py wsgi:app
 
 Every server setting (worker class, worker count, connections, keep-alive, timeouts, log config) is read
 from the repository's ``gunicorn.conf.py`` so the benchmark measures what production runs. Only the

@@ -109,7 +109,7 @@ def server(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
     port = free_port()
     log_path = tmp_path_factory.mktemp("gunicorn") / "server.log"
-    env = {**os.environ, "SERVICE_DOCKER_HOST": docker_host, "GUNICORN_BIND": f"127.0.0.1:{port}",
+    env = {**os.environ, "SERVICE_DOCKER_HOST": docker_host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
            "SERVICE_LOG_LEVEL": "info", "SERVICE_WATCHER_TASK_POLL_INTERVAL": "0.5"}
     env.pop("SERVICE_CONFIG", None)
     with log_path.open("w") as log:

@@ -13,8 +13,12 @@ CSP = {"default-src": "'self'", "img-src": "'self' data:", "style-src": "'self'"
        "frame-ancestors": "'none'", "base-uri": "'self'", "form-action": "'self'"}
 
 
+HSTS_MAX_AGE = 63072000  # two years: the header is exactly "max-age=63072000; includeSubDomains"
+
+
 def init_security(app: Flask, *, tls: bool) -> None:
     Talisman(app, force_https=tls, strict_transport_security=tls,
-             strict_transport_security_max_age=63072000, strict_transport_security_include_subdomains=True,
+             strict_transport_security_max_age=HSTS_MAX_AGE, strict_transport_security_include_subdomains=True,
+             strict_transport_security_preload=False,
              frame_options="DENY", content_security_policy=CSP,
              referrer_policy="strict-origin-when-cross-origin", session_cookie_secure=tls)

@@ -1,33 +1,85 @@
-"""Settings: defaults < TOML < environment; DOCKER_HOST as a default; bad values fail naming the key."""
+"""Settings: defaults < TOML < ``_FILE`` < environment; DOCKER_HOST as a default; bad values fail naming
+the key; the file search, unknown and not-yet-built keys, and the typed listen address."""
 
 from __future__ import annotations
 
+import logging
+import shutil
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from app.config import ConfigError, Settings, describe_keys, load_settings, parse_duration
+from app import config
+from app.config import (
+    ConfigError,
+    ListenAddress,
+    Settings,
+    default_search_paths,
+    describe_keys,
+    keys,
+    load_settings,
+    loading,
+    log_report,
+    parse_duration,
+)
 
 
-def write(tmp_path: Path, text: str) -> str:
-    path = tmp_path / "shoal.toml"
+def make_self_signed(directory: Path) -> tuple[str, str]:
+    """A self-signed PEM certificate and key for 127.0.0.1/localhost (openssl), as (cert, key) paths."""
+    assert shutil.which("openssl"), "the TLS tests need the openssl command"
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True, timeout=20)
+    return str(cert), str(key)
+
+
+@pytest.fixture(autouse=True)
+def no_search(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Never read a real ./shoal.toml, ~/.shoal.toml or /etc/shoal/shoal.toml."""
+    monkeypatch.setattr(loading, "default_search_paths", lambda environ: ())
+    yield
+
+
+@pytest.fixture(scope="module")
+def tls_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    return make_self_signed(tmp_path_factory.mktemp("tls"))
+
+
+def write(tmp_path: Path, text: str, name: str = "shoal.toml") -> str:
+    path = tmp_path / name
     path.write_text(text)
     return str(path)
 
 
+def fails_naming(environ: dict[str, str], *names: str, path: str | None = None) -> str:
+    with pytest.raises(ConfigError) as raised:
+        load_settings(environ, path)
+    message = str(raised.value)
+    assert all(name in message for name in names), message
+    return message
+
+
+# --------------------------------------------------------------------------- defaults and precedence
 def test_defaults_without_file_or_environment() -> None:
     settings = load_settings({})
     assert settings == Settings()
-    assert settings.listen_addr == ":9000"
+    assert settings.listen_addr == ListenAddress("0.0.0.0", 9000)
+    assert str(settings.listen_addr) == "0.0.0.0:9000"
     assert settings.base_path == ""
     assert settings.operations_level == 1
     assert settings.self_metrics is True
     assert settings.sse_batch_interval == pytest.approx(0.1)
     assert settings.docker_host == "unix:///var/run/docker.sock"
+    assert settings.docker_api_version == "1.41"
     assert (settings.log_level, settings.log_format) == ("info", "json")
     assert (settings.tls_cert, settings.tls_key, settings.tls_enabled) == (None, None, False)
     assert settings.auth_mode == "none"
     assert settings.history_size == 10_000
+    assert settings.report == config.LoadReport()
 
 
 def test_toml_file_sets_values(tmp_path: Path) -> None:
@@ -41,18 +93,25 @@ self_metrics = false
 batch_interval = "250ms"
 [docker]
 host = "tcp://10.0.0.1:2376"
+api_version = "1.45"
+[watcher]
+task_poll_interval = 2
+resync_interval = 60.5
 [logging]
 level = "WARNING"
 format = "text"
 """)
     settings = load_settings({}, path)
-    assert settings.listen_addr == "127.0.0.1:8080"
+    assert settings.listen_addr == ListenAddress("127.0.0.1", 8080)
     assert settings.base_path == "/shoal"
     assert settings.operations_level == 2
     assert settings.self_metrics is False
     assert settings.sse_batch_interval == pytest.approx(0.25)
     assert settings.docker_host == "tcp://10.0.0.1:2376"
+    assert settings.docker_api_version == "1.45"
+    assert (settings.task_poll_interval, settings.resync_interval) == (2.0, 60.5)
     assert (settings.log_level, settings.log_format) == ("warn", "text")
+    assert settings.report.config_file == str(Path(path).absolute())
 
 
 def test_the_config_path_can_come_from_service_config(tmp_path: Path) -> None:
@@ -60,15 +119,21 @@ def test_the_config_path_can_come_from_service_config(tmp_path: Path) -> None:
     assert load_settings({"SERVICE_CONFIG": path}).operations_level == 3
 
 
+def test_the_config_flag_wins_over_service_config(tmp_path: Path) -> None:
+    flagged = write(tmp_path, "[server]\noperations_level = 2\n", "flag.toml")
+    from_env = write(tmp_path, "[server]\noperations_level = 3\n", "env.toml")
+    assert load_settings({"SERVICE_CONFIG": from_env}, flagged).operations_level == 2
+
+
 def test_environment_wins_over_toml(tmp_path: Path) -> None:
     path = write(tmp_path, "[server]\noperations_level = 2\nlisten_addr = \":1\"\n")
     settings = load_settings({"SERVICE_OPERATIONS_LEVEL": "0"}, path)
     assert settings.operations_level == 0
-    assert settings.listen_addr == ":1"  # not overridden: the TOML value stays
+    assert settings.listen_addr == ListenAddress("0.0.0.0", 1)  # not overridden: the TOML value stays
 
 
 def test_environment_values_are_parsed() -> None:
-    settings = load_settings({"SERVICE_SELF_METRICS": "0", "SERVICE_SSE_BATCH_INTERVAL": "1s",
+    settings = load_settings({"SERVICE_SELF_METRICS": "off", "SERVICE_SSE_BATCH_INTERVAL": "1s",
                               "SERVICE_BASE_PATH": "/ops/shoal/", "SERVICE_PROMETHEUS_URL": "http://prom:9090/",
                               "SERVICE_LOG_LEVEL": "debug", "SERVICE_HISTORY_SIZE": "500"})
     assert settings.self_metrics is False
@@ -79,23 +144,162 @@ def test_environment_values_are_parsed() -> None:
     assert settings.history_size == 500
 
 
+@pytest.mark.parametrize(("text", "value"), [("true", True), ("1", True), ("yes", True), ("ON", True),
+                                             ("false", False), ("0", False), ("no", False), ("off", False)])
+def test_booleans_accept_the_documented_spellings(text: str, value: bool) -> None:
+    assert load_settings({"SERVICE_SELF_METRICS": text}).self_metrics is value
+
+
+# --------------------------------------------------------------------------- <VAR>_FILE
+def test_a_file_variable_is_used_when_the_plain_variable_is_unset(tmp_path: Path) -> None:
+    (tmp_path / "level").write_text("  3\n")
+    assert load_settings({"SERVICE_OPERATIONS_LEVEL_FILE": str(tmp_path / "level")}).operations_level == 3
+
+
+def test_the_plain_variable_wins_over_its_file_variable(tmp_path: Path) -> None:
+    (tmp_path / "level").write_text("3")
+    environ = {"SERVICE_OPERATIONS_LEVEL": "2", "SERVICE_OPERATIONS_LEVEL_FILE": str(tmp_path / "level")}
+    assert load_settings(environ).operations_level == 2
+
+
+def test_a_file_variable_wins_over_toml(tmp_path: Path) -> None:
+    (tmp_path / "level").write_text("0")
+    path = write(tmp_path, "[server]\noperations_level = 2\n")
+    assert load_settings({"SERVICE_OPERATIONS_LEVEL_FILE": str(tmp_path / "level")}, path).operations_level == 0
+
+
+def test_an_unreadable_or_bad_file_variable_fails_naming_it(tmp_path: Path) -> None:
+    fails_naming({"SERVICE_OPERATIONS_LEVEL_FILE": str(tmp_path / "absent")}, "SERVICE_OPERATIONS_LEVEL_FILE")
+    (tmp_path / "level").write_text("9")
+    fails_naming({"SERVICE_OPERATIONS_LEVEL_FILE": str(tmp_path / "level")}, "SERVICE_OPERATIONS_LEVEL_FILE",
+                 "server.operations_level")
+
+
+# --------------------------------------------------------------------------- docker.host and DOCKER_HOST
 def test_docker_host_is_the_default_engine_address() -> None:
     assert load_settings({"DOCKER_HOST": "tcp://engine:2375"}).docker_host == "tcp://engine:2375"
 
 
 def test_service_docker_host_wins_over_docker_host() -> None:
-    settings = load_settings({"DOCKER_HOST": "tcp://engine:2375", "SERVICE_DOCKER_HOST": "ssh://ops@manager"})
-    assert settings.docker_host == "ssh://ops@manager"
+    settings = load_settings({"DOCKER_HOST": "tcp://engine:2375", "SERVICE_DOCKER_HOST": "tcp://manager:2376"})
+    assert settings.docker_host == "tcp://manager:2376"
 
 
-def test_tls_needs_both_cert_and_key() -> None:
-    settings = load_settings({"SERVICE_TLS_CERT": "/c.pem", "SERVICE_TLS_KEY": "/k.pem"})
-    assert settings.tls_enabled
-    for environ in ({"SERVICE_TLS_CERT": "/c.pem"}, {"SERVICE_TLS_KEY": "/k.pem"}):
+def test_toml_docker_host_wins_over_docker_host(tmp_path: Path) -> None:
+    path = write(tmp_path, '[docker]\nhost = "unix:///run/docker.sock"\n')
+    assert load_settings({"DOCKER_HOST": "tcp://engine:2375"}, path).docker_host == "unix:///run/docker.sock"
+
+
+@pytest.mark.parametrize("bad", ["", "/var/run/docker.sock", "tcp://engine", "npipe:////./pipe/docker"])
+def test_a_bad_docker_host_fails_naming_it_as_the_default(bad: str) -> None:
+    message = fails_naming({"DOCKER_HOST": bad}, "DOCKER_HOST", "docker.host")
+    assert "default" in message
+
+
+@pytest.mark.parametrize("bad", ["", "/var/run/docker.sock"])
+def test_a_set_service_docker_host_means_docker_host_is_not_checked(bad: str, tmp_path: Path) -> None:
+    environ = {"DOCKER_HOST": bad, "SERVICE_DOCKER_HOST": "unix:///run/docker.sock"}
+    assert load_settings(environ).docker_host == "unix:///run/docker.sock"
+    path = write(tmp_path, '[docker]\nhost = "tcp://engine:2375"\n')
+    assert load_settings({"DOCKER_HOST": bad}, path).docker_host == "tcp://engine:2375"
+
+
+@pytest.mark.parametrize("host", ["unix:///var/run/docker.sock", "unix:///run/user/1000/docker.sock",
+                                  "tcp://10.0.0.1:2376", "tcp://engine.example:2375", "tcp://[::1]:2375",
+                                  "tcp://engine:2375/"])
+def test_usable_docker_hosts_are_accepted(host: str) -> None:
+    assert load_settings({"SERVICE_DOCKER_HOST": host}).docker_host == host
+
+
+@pytest.mark.parametrize("host", ["unix://", "unix:///", "unix://var/run/docker.sock", "tcp://engine",
+                                  "tcp://:2375", "tcp://engine:0", "tcp://engine:70000", "tcp://engine:2375/x",
+                                  "tcp://engine:2375?a=b", "http://engine:2375", "docker.sock", "ssh://"])
+def test_unusable_docker_hosts_fail_naming_the_key(host: str) -> None:
+    fails_naming({"SERVICE_DOCKER_HOST": host}, "docker.host", "SERVICE_DOCKER_HOST")
+
+
+def test_ssh_docker_hosts_are_refused_without_paramiko(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(keys, "_has_paramiko", lambda: False)
+    message = fails_naming({"SERVICE_DOCKER_HOST": "ssh://ops@manager"}, "docker.host", "SERVICE_DOCKER_HOST")
+    assert "paramiko" in message
+    monkeypatch.setattr(keys, "_has_paramiko", lambda: True)
+    assert load_settings({"SERVICE_DOCKER_HOST": "ssh://ops@manager"}).docker_host == "ssh://ops@manager"
+
+
+@pytest.mark.parametrize(("version", "is_ok"), [("1.41", True), ("1.45", True), ("2.0", True), ("1.40", False),
+                                                ("1.5", False), ("1", False), ("v1.41", False), ("1.41.0", False),
+                                                ("auto", False), ("", False)])
+def test_the_api_version_is_checked(version: str, is_ok: bool) -> None:
+    if is_ok:
+        assert load_settings({"SERVICE_DOCKER_API_VERSION": version}).docker_api_version == version
+    else:
+        fails_naming({"SERVICE_DOCKER_API_VERSION": version}, "docker.api_version", "SERVICE_DOCKER_API_VERSION")
+
+
+# --------------------------------------------------------------------------- server.listen_addr
+@pytest.mark.parametrize(("text", "address", "bind"), [
+    (":9000", ListenAddress("0.0.0.0", 9000), "0.0.0.0:9000"),
+    ("0.0.0.0:9000", ListenAddress("0.0.0.0", 9000), "0.0.0.0:9000"),
+    ("127.0.0.1:1", ListenAddress("127.0.0.1", 1), "127.0.0.1:1"),
+    ("host.name:65535", ListenAddress("host.name", 65535), "host.name:65535"),
+    ("localhost:9000", ListenAddress("localhost", 9000), "localhost:9000"),
+    ("[::1]:9000", ListenAddress("::1", 9000), "[::1]:9000"),
+    ("[::]:9000", ListenAddress("::", 9000), "[::]:9000"),
+    ("unix:/path/to.sock", ListenAddress(unix_path="/path/to.sock"), "unix:/path/to.sock"),
+    ("unix:///path/to.sock", ListenAddress(unix_path="/path/to.sock"), "unix:/path/to.sock"),
+])
+def test_listen_addresses_are_parsed_once(text: str, address: ListenAddress, bind: str) -> None:
+    parsed = load_settings({"SERVICE_LISTEN_ADDR": text}).listen_addr
+    assert parsed == address
+    assert str(parsed) == bind
+    assert parsed.is_unix is (address.unix_path is not None)
+    assert parsed.is_ipv6 is text.startswith("[")
+
+
+@pytest.mark.parametrize("text", ["", " ", "9000", "127.0.0.1", "127.0.0.1:", ":0", ":65536", ":-1", ":+80",
+                                  ":9000x", "::1:9000", "[::1]", "[::1]9000", "[nope]:9000", "[]:9000",
+                                  "999.1.1.1:9000", "bad_host:9000", "-host:9000", "a b:9000", "unix:",
+                                  "unix:relative.sock", "unix://relative.sock", "unix:/dir/", "tcp://h:1",
+                                  "unix:/" + "x" * 120])
+def test_bad_listen_addresses_fail_naming_the_key(text: str) -> None:
+    fails_naming({"SERVICE_LISTEN_ADDR": text}, "server.listen_addr", "SERVICE_LISTEN_ADDR")
+
+
+# --------------------------------------------------------------------------- TLS
+def test_tls_needs_both_cert_and_key(tls_pair: tuple[str, str]) -> None:
+    cert, key = tls_pair
+    settings = load_settings({"SERVICE_TLS_CERT": cert, "SERVICE_TLS_KEY": key})
+    assert settings.tls_enabled and (settings.tls_cert, settings.tls_key) == (cert, key)
+    for environ in ({"SERVICE_TLS_CERT": cert}, {"SERVICE_TLS_KEY": key}):
         with pytest.raises(ConfigError, match=r"tls\.cert.*tls\.key"):
             load_settings(environ)
 
 
+def test_empty_tls_values_mean_unset(tls_pair: tuple[str, str]) -> None:
+    settings = load_settings({"SERVICE_TLS_CERT": "", "SERVICE_TLS_KEY": " "})
+    assert (settings.tls_cert, settings.tls_key, settings.tls_enabled) == (None, None, False)
+    with pytest.raises(ConfigError, match=r"both or neither"):
+        load_settings({"SERVICE_TLS_CERT": tls_pair[0], "SERVICE_TLS_KEY": ""})
+
+
+def test_a_missing_or_unreadable_tls_file_fails_naming_the_key(tls_pair: tuple[str, str], tmp_path: Path) -> None:
+    cert, key = tls_pair
+    message = fails_naming({"SERVICE_TLS_CERT": str(tmp_path / "nope.pem"), "SERVICE_TLS_KEY": key},
+                           "tls.cert", "SERVICE_TLS_CERT")
+    assert "nope.pem" in message
+    fails_naming({"SERVICE_TLS_CERT": cert, "SERVICE_TLS_KEY": str(tmp_path)}, "tls.key", "SERVICE_TLS_KEY")
+    path = write(tmp_path, f'[tls]\ncert = "{cert}"\nkey = "{tmp_path / "gone.pem"}"\n')
+    fails_naming({}, "tls.key", path=path)
+
+
+def test_a_tls_pair_that_does_not_load_fails_at_start(tls_pair: tuple[str, str], tmp_path: Path) -> None:
+    cert, _ = tls_pair
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a key\n")
+    fails_naming({"SERVICE_TLS_CERT": cert, "SERVICE_TLS_KEY": str(garbage)}, "tls.cert", "tls.key")
+
+
+# --------------------------------------------------------------------------- other values
 @pytest.mark.parametrize(("environ", "toml_key", "env_key"), [
     ({"SERVICE_OPERATIONS_LEVEL": "5"}, "server.operations_level", "SERVICE_OPERATIONS_LEVEL"),
     ({"SERVICE_OPERATIONS_LEVEL": "-1"}, "server.operations_level", "SERVICE_OPERATIONS_LEVEL"),
@@ -103,55 +307,222 @@ def test_tls_needs_both_cert_and_key() -> None:
     ({"SERVICE_SSE_BATCH_INTERVAL": "fast"}, "server.sse.batch_interval", "SERVICE_SSE_BATCH_INTERVAL"),
     ({"SERVICE_SSE_BATCH_INTERVAL": "0s"}, "server.sse.batch_interval", "SERVICE_SSE_BATCH_INTERVAL"),
     ({"SERVICE_SSE_BATCH_INTERVAL": "-5"}, "server.sse.batch_interval", "SERVICE_SSE_BATCH_INTERVAL"),
-    ({"SERVICE_BASE_PATH": "/a//b"}, "server.base_path", "SERVICE_BASE_PATH"),
-    ({"SERVICE_BASE_PATH": "/x?y=1"}, "server.base_path", "SERVICE_BASE_PATH"),
-    ({"SERVICE_BASE_PATH": "/x#frag"}, "server.base_path", "SERVICE_BASE_PATH"),
+    ({"SERVICE_SSE_BATCH_INTERVAL": "-1s"}, "server.sse.batch_interval", "SERVICE_SSE_BATCH_INTERVAL"),
+    ({"SERVICE_SSE_BATCH_INTERVAL": "nan"}, "server.sse.batch_interval", "SERVICE_SSE_BATCH_INTERVAL"),
+    ({"SERVICE_WATCHER_RESYNC_INTERVAL": "inf"}, "watcher.resync_interval", "SERVICE_WATCHER_RESYNC_INTERVAL"),
+    ({"SERVICE_WATCHER_TASK_POLL_INTERVAL": "0"}, "watcher.task_poll_interval",
+     "SERVICE_WATCHER_TASK_POLL_INTERVAL"),
     ({"SERVICE_SELF_METRICS": "maybe"}, "server.self_metrics", "SERVICE_SELF_METRICS"),
     ({"SERVICE_DOCKER_HOST": "/var/run/docker.sock"}, "docker.host", "SERVICE_DOCKER_HOST"),
     ({"SERVICE_LOG_FORMAT": "xml"}, "logging.format", "SERVICE_LOG_FORMAT"),
     ({"SERVICE_LOG_LEVEL": "loud"}, "logging.level", "SERVICE_LOG_LEVEL"),
-    ({"SERVICE_PROMETHEUS_URL": "prom:9090"}, "prometheus.url", "SERVICE_PROMETHEUS_URL"),
     ({"SERVICE_AUTH_MODE": "magic"}, "auth.mode", "SERVICE_AUTH_MODE"),
+    ({"SERVICE_AUTH_MODE": "oidc"}, "auth.mode", "SERVICE_AUTH_MODE"),
+    ({"SERVICE_HISTORY_SIZE": "10"}, "server.history_size", "SERVICE_HISTORY_SIZE"),
 ])
 def test_bad_environment_values_fail_naming_the_key(environ: dict[str, str], toml_key: str,
                                                     env_key: str) -> None:
-    with pytest.raises(ConfigError) as raised:
-        load_settings(environ)
-    message = str(raised.value)
-    assert toml_key in message and env_key in message
+    fails_naming(environ, toml_key, env_key)
 
 
-def test_bad_toml_values_fail_naming_the_key(tmp_path: Path) -> None:
+def test_bad_toml_values_fail_naming_the_key_and_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, "[server]\noperations_level = 5\n")
-    with pytest.raises(ConfigError, match=r"server\.operations_level"):
-        load_settings({}, path)
+    fails_naming({}, "server.operations_level", "SERVICE_OPERATIONS_LEVEL", path, path=path)
 
 
-def test_an_unreadable_or_malformed_file_fails_naming_the_file(tmp_path: Path) -> None:
-    broken = write(tmp_path, "[server\noperations_level = ")
-    with pytest.raises(ConfigError, match=r"shoal\.toml"):
-        load_settings({}, broken)
-    with pytest.raises(ConfigError, match=r"missing\.toml"):
-        load_settings({}, str(tmp_path / "missing.toml"))
+@pytest.mark.parametrize(("text", "key"), [
+    ("[server]\nbase_path = 5\n", "server.base_path"),
+    ("[server]\nbase_path = [\"/a\"]\n", "server.base_path"),
+    ("[server]\noperations_level = true\n", "server.operations_level"),
+    ("[server]\nself_metrics = 1.5\n", "server.self_metrics"),
+    ("[docker]\napi_version = 1.41\n", "docker.api_version"),
+    ("[server.listen_addr]\nport = 1\n", "server.listen_addr"),
+    ("[server.sse]\nbatch_interval = nan\n", "server.sse.batch_interval"),
+    ("[server.sse]\nbatch_interval = inf\n", "server.sse.batch_interval"),
+])
+def test_toml_values_of_the_wrong_type_fail_naming_the_key(tmp_path: Path, text: str, key: str) -> None:
+    fails_naming({}, key, path=write(tmp_path, text))
 
 
-def test_empty_base_path_means_no_prefix() -> None:
-    assert load_settings({"SERVICE_BASE_PATH": "/"}).base_path == ""
+# --------------------------------------------------------------------------- base_path
+@pytest.mark.parametrize(("text", "normalised"), [("", ""), ("/", ""), (" / ", ""), ("shoal", "/shoal"),
+                                                  ("/shoal/", "/shoal"), ("/ops/shoal", "/ops/shoal"),
+                                                  (" /a-b_c.d~e/ ", "/a-b_c.d~e"), ("/v1.2", "/v1.2")])
+def test_base_paths_are_normalised(text: str, normalised: str) -> None:
+    assert load_settings({"SERVICE_BASE_PATH": text}).base_path == normalised
 
 
+@pytest.mark.parametrize("text", ["/a//b", "//", "/x//", "//x", "/x?y=1", "/x?", "/x#frag", "#", "/a b", "/a\tb",
+                                  "/.", "/..", "/a/../b", "./a", "/a/./b", "/a%20b", "/café", "/a\\b"])
+def test_bad_base_paths_fail_naming_the_key(text: str) -> None:
+    fails_naming({"SERVICE_BASE_PATH": text}, "server.base_path", "SERVICE_BASE_PATH")
+
+
+# --------------------------------------------------------------------------- prometheus.url
+@pytest.mark.parametrize(("text", "url"), [("http://prom:9090", "http://prom:9090"),
+                                           ("https://prom.example/prefix/", "https://prom.example/prefix"),
+                                           ("http://[::1]:9090", "http://[::1]:9090"), ("", None), ("  ", None)])
+def test_prometheus_urls_are_accepted(text: str, url: str | None) -> None:
+    assert load_settings({"SERVICE_PROMETHEUS_URL": text}).prometheus_url == url
+
+
+@pytest.mark.parametrize("text", ["prom:9090", "ftp://prom", "http://", "http:///x", "http://prom:9090/?q=1",
+                                  "http://prom/#x", "http://prom:99999", "http://prom:port", "http://pr om",
+                                  "http://prom/a b", "http://[::1"])
+def test_bad_prometheus_urls_fail_naming_the_key(text: str) -> None:
+    fails_naming({"SERVICE_PROMETHEUS_URL": text}, "prometheus.url", "SERVICE_PROMETHEUS_URL")
+
+
+# --------------------------------------------------------------------------- durations
 @pytest.mark.parametrize(("text", "seconds"), [("100ms", 0.1), ("1h30m", 5400.0), ("2s", 2.0), ("1.5", 1.5),
-                                               ("500us", 0.0005), ("1m0.5s", 60.5), (" 3s ", 3.0)])
+                                               ("500us", 0.0005), ("2µs", 2e-6), ("2μs", 2e-6), ("3ns", 3e-9),
+                                               ("1m0.5s", 60.5), (" 3s ", 3.0), (".5s", 0.5), ("1.5h", 5400.0),
+                                               ("5", 5.0), (".25", 0.25), ("-2m", -120.0), ("+1s", 1.0)])
 def test_durations_are_go_style_or_seconds(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "fast", "1x", "1h 30m", "ms", "1s2"])
+@pytest.mark.parametrize("text", ["", "fast", "1x", "1h 30m", "ms", "1s2", "nan", "inf", "-inf", "1e3", ".", "s",
+                                  "--1s", "1" + "0" * 400, "1" + "0" * 400 + "h"])
 def test_malformed_durations_are_rejected(text: str) -> None:
     with pytest.raises(ValueError):
         parse_duration(text)
 
 
+# --------------------------------------------------------------------------- the configuration file
+def test_an_unreadable_or_malformed_file_fails_naming_the_file(tmp_path: Path) -> None:
+    broken = write(tmp_path, "[server\noperations_level = ")
+    with pytest.raises(ConfigError, match=r"shoal\.toml"):
+        load_settings({}, broken)
+    with pytest.raises(ConfigError, match=r"missing\.toml.*--config"):
+        load_settings({}, str(tmp_path / "missing.toml"))
+    with pytest.raises(ConfigError, match=r"missing\.toml.*SERVICE_CONFIG"):
+        load_settings({"SERVICE_CONFIG": str(tmp_path / "missing.toml")})
+    with pytest.raises(ConfigError, match=str(tmp_path)):
+        load_settings({}, str(tmp_path))  # a directory
+
+
+def test_a_file_that_is_not_utf8_fails_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('[server]\nbase_path = "/caf\u00e9"\n'.encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"latin1\.toml.*UTF-8"):
+        load_settings({}, str(path))
+
+
+def test_the_first_existing_searched_file_is_used(tmp_path: Path) -> None:
+    second, third = tmp_path / "second.toml", tmp_path / "third.toml"
+    second.write_text("[server]\noperations_level = 2\n")
+    third.write_text("[server]\noperations_level = 3\n")
+    settings = load_settings({}, search_paths=[tmp_path / "absent.toml", second, third])
+    assert settings.operations_level == 2
+    assert settings.report.config_file == str(second)
+
+
+def test_searched_files_are_optional(tmp_path: Path) -> None:
+    settings = load_settings({}, search_paths=[tmp_path / "absent.toml"])
+    assert settings == Settings() and settings.report.config_file is None
+
+
+def test_a_named_file_skips_the_search(tmp_path: Path) -> None:
+    searched = tmp_path / "searched.toml"
+    searched.write_text("[server]\noperations_level = 3\n")
+    named = write(tmp_path, "[server]\noperations_level = 2\n")
+    assert load_settings({}, named, search_paths=[searched]).operations_level == 2
+
+
+def test_the_default_search_list_follows_the_reference() -> None:
+    paths = default_search_paths  # imported before the autouse fixture replaced the module attribute
+    assert paths({"HOME": "/home/ops"}) == (Path("shoal.toml"), Path("/home/ops/.config/shoal/shoal.toml"),
+                                            Path("/home/ops/.shoal.toml"), Path("/etc/shoal/shoal.toml"))
+    assert paths({"HOME": "/home/ops", "XDG_CONFIG_HOME": "/cfg"})[1] == Path("/cfg/shoal/shoal.toml")
+    assert paths({"HOME": "/home/ops", "XDG_CONFIG_HOME": "rel"})[1] == Path("/home/ops/.config/shoal/shoal.toml")
+    assert paths({}) == (Path("shoal.toml"), Path("/etc/shoal/shoal.toml"))
+
+
+def test_load_settings_searches_the_default_list_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.undo()  # the real default_search_paths, with a fake home and working directory
+    (tmp_path / ".shoal.toml").write_text("[server]\noperations_level = 0\n")
+    monkeypatch.chdir(tmp_path)
+    settings = load_settings({"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "xdg")})
+    assert settings.operations_level == 0
+    assert settings.report.config_file == str(tmp_path / ".shoal.toml")
+
+
+# --------------------------------------------------------------------------- unknown and pending keys
+def test_unknown_keys_are_reported_not_fatal(tmp_path: Path) -> None:
+    path = write(tmp_path, "[server]\nlisten_adr = \":1\"\n[mystery]\nx = 1\n")
+    settings = load_settings({"SERVICE_LISTEN_ADR": ":1", "SERVICE_CONFIG_FILE": "x", "OTHER": "1"}, path)
+    assert settings.report.unknown == ("mystery.x", "server.listen_adr", "SERVICE_CONFIG_FILE", "SERVICE_LISTEN_ADR")
+    assert settings.report.not_implemented == ()
+
+
+def test_known_keys_and_file_variants_are_not_reported(tmp_path: Path) -> None:
+    (tmp_path / "level").write_text("1")
+    path = write(tmp_path, "[server]\noperations_level = 1\n[server.sse]\nbatch_interval = \"1s\"\n")
+    environ = {"SERVICE_CONFIG": path, "SERVICE_LOG_LEVEL": "info",
+               "SERVICE_OPERATIONS_LEVEL_FILE": str(tmp_path / "level")}
+    report = load_settings(environ).report
+    assert (report.unknown, report.not_implemented) == ((), ())
+
+
+def test_keys_of_the_reference_not_built_yet_are_reported_as_not_implemented(tmp_path: Path) -> None:
+    path = write(tmp_path, """
+[server]
+pprof = true
+recommendations = false
+trusted_proxies = ["10.0.0.0/8"]
+[server.cors]
+origins = "*"
+[storage]
+data_dir = "/data"
+[auth.oidc]
+issuer = "https://id.example"
+[auth.tailscale]
+mode = "local"
+[auth.cert]
+ca = "/ca.pem"
+[auth.headers]
+subject = "X-User"
+[acl]
+labels = true
+[sizing.thresholds]
+at_limit = 0.9
+[mcp]
+enabled = true
+""")
+    environ = {name: "x" for name in (
+        "SERVICE_PPROF", "SERVICE_RECOMMENDATIONS", "SERVICE_TRUSTED_PROXIES", "SERVICE_CORS_ORIGINS",
+        "SERVICE_DATA_DIR", "SERVICE_SNAPSHOT", "SERVICE_AUTH_OIDC_ISSUER", "SERVICE_AUTH_OIDC_CLIENT_SECRET_FILE",
+        "SERVICE_AUTH_TAILSCALE_AUTHKEY", "SERVICE_AUTH_CERT_CA", "SERVICE_AUTH_HEADERS_SUBJECT",
+        "SERVICE_ACL_POLICY", "SERVICE_SIZING_LOOKBACK", "SERVICE_MCP_ENABLED", "SERVICE_PPROF_FILE")}
+    report = load_settings(environ, path).report
+    assert report.unknown == ()
+    assert set(report.not_implemented) == set(environ) | {
+        "server.pprof", "server.recommendations", "server.trusted_proxies", "server.cors.origins",
+        "storage.data_dir", "auth.oidc.issuer", "auth.tailscale.mode", "auth.cert.ca", "auth.headers.subject",
+        "acl.labels", "sizing.thresholds.at_limit", "mcp.enabled"}
+
+
+def test_the_report_is_logged_as_warnings(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = write(tmp_path, "[mystery]\nx = 1\n")
+    settings = load_settings({"SERVICE_MCP_ENABLED": "1"}, path)
+    with caplog.at_level(logging.INFO, logger="app.config"):
+        log_report(settings)
+    records = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "app.config"]
+    assert (logging.INFO, f"configuration file {Path(path).absolute()}") in records
+    assert (logging.WARNING, "unknown configuration keys ignored: mystery.x") in records
+    assert any(level == logging.WARNING and "not implemented in this version" in message
+               and "SERVICE_MCP_ENABLED" in message for level, message in records)
+
+
+def test_a_clean_start_logs_no_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="app.config"):
+        log_report(load_settings({}))
+    assert [r.levelno for r in caplog.records if r.name == "app.config"] == [logging.INFO]
+
+
 def test_every_key_is_described_with_both_spellings() -> None:
     described = describe_keys()
     assert ("server.operations_level", "SERVICE_OPERATIONS_LEVEL", "1") in described
+    assert ("server.listen_addr", "SERVICE_LISTEN_ADDR", "0.0.0.0:9000") in described
     assert all(env.startswith("SERVICE_") for _, env, _ in described)

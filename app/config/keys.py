@@ -1,0 +1,264 @@
+"""Every configuration key as one row (field, TOML key, environment variable, parser, accepted TOML
+types), and the parsers that turn text into typed values; a parser raises ``ValueError`` with the reason
+and the loader adds the key's names."""
+
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import math
+import os
+import re
+from collections.abc import Callable
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
+
+from app.config.settings import MIN_API_VERSION, ListenAddress
+
+# --------------------------------------------------------------------------- value parsers
+# Go accepts both the micro sign (U+00B5) and the Greek mu (U+03BC) for microseconds.
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+_SECONDS = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """Go durations (``100ms``, ``1h30m``, ``.5s``, ``-2m``) or plain seconds (``1.5``); returns seconds.
+
+    :raises ValueError: malformed, or not finite (``nan``, ``inf``, absurdly long digit strings).
+    """
+    value = text.strip()
+    if _SECONDS.fullmatch(value):
+        seconds = float(value)
+    else:
+        sign = -1.0 if value.startswith("-") else 1.0
+        body = value[1:] if value[:1] in ("+", "-") else value
+        parts = _DURATION_PART.findall(body)
+        if not parts or "".join(number + unit for number, unit in parts) != body:
+            raise ValueError(f"not a duration: {text!r} (use e.g. 100ms, 1.5s, 1h30m or plain seconds)")
+        seconds = sign * sum(float(number) * _UNITS[unit] for number, unit in parts)
+    if not math.isfinite(seconds):
+        raise ValueError(f"not a finite duration: {text!r}")
+    return seconds
+
+
+def _positive_duration(text: str) -> float:
+    value = parse_duration(text)
+    if value <= 0:
+        raise ValueError(f"must be a positive duration, not {text.strip()!r}")
+    return value
+
+
+def _bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r} (use true or false)")
+
+
+def _ranged_int(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"not an integer: {text!r}") from None
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high}, not {value}")
+        return value
+    return parse
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}, not {text!r}")
+        return value
+    return parse
+
+
+def _log_level(text: str) -> str:
+    return _choice("debug", "info", "warn", "warning", "error")(text).replace("warning", "warn")
+
+
+def _auth_mode(text: str) -> str:
+    if text.strip().lower() in ("oidc", "tailscale", "cert", "headers"):
+        raise ValueError(f"{text.strip()!r} is not implemented in this version; only none")
+    return _choice("none")(text)
+
+
+_LISTEN = re.compile(r"(?P<host>\[[^\]]*\]|[^:\[\]]*):(?P<port>[^:]*)")
+_HOST_LABEL = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
+_HOSTNAME = re.compile(rf"{_HOST_LABEL}(\.{_HOST_LABEL})*\.?")
+
+
+def _port(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise ValueError(f"the port must be 1-65535, not {text!r}")
+    return int(text)
+
+
+def _listen_host(host: str) -> str:
+    if not host:
+        return "0.0.0.0"  # ":9000" means every IPv4 interface
+    try:
+        if host.startswith("["):
+            return str(ipaddress.IPv6Address(host[1:-1]))
+        if re.fullmatch(r"[\d.]+", host):
+            return str(ipaddress.IPv4Address(host))
+    except ValueError:
+        raise ValueError(f"{host!r} is not an IP address") from None
+    if not _HOSTNAME.fullmatch(host):
+        raise ValueError(f"{host!r} is not an IPv4 address, [IPv6] address or host name")
+    return host
+
+
+def _unix_path(text: str) -> str:
+    path = text.removeprefix("unix:")
+    path = path[2:] if path.startswith("//") else path  # unix:///run/x.sock is unix:/run/x.sock
+    if not path.startswith("/") or path.endswith("/"):
+        raise ValueError(f"{text!r}: a unix socket needs an absolute file path, e.g. unix:/run/shoal.sock")
+    if len(os.fsencode(path)) > 107:
+        raise ValueError(f"{text!r}: a unix socket path is limited to 107 bytes")
+    return path
+
+
+def _listen_addr(text: str) -> ListenAddress:
+    value = text.strip()
+    if value.startswith("unix:"):
+        return ListenAddress(unix_path=_unix_path(value))
+    match = _LISTEN.fullmatch(value)
+    if match is None:
+        raise ValueError(f"{text!r} is not host:port, [IPv6]:port or unix:/path (e.g. :9000, 127.0.0.1:9000)")
+    return ListenAddress(host=_listen_host(match["host"]), port=_port(match["port"]))
+
+
+_PATH_SEGMENT = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@]+")  # RFC 3986 pchar without %: PATH_INFO is decoded
+
+
+def _base_path(text: str) -> str:
+    """``shoal/`` → ``/shoal``; ``""`` and ``/`` → no prefix."""
+    value = text.strip()
+    if value in ("", "/"):
+        return ""
+    if any(bad in value for bad in ("?", "#", "//")):
+        raise ValueError(f"must not contain ?, # or //: {text!r}")
+    if any(char.isspace() for char in value):
+        raise ValueError(f"must not contain whitespace: {text!r}")
+    segments = value.strip("/").split("/")
+    if any(segment in (".", "..") for segment in segments):
+        raise ValueError(f"must not contain . or .. segments: {text!r}")
+    if not all(_PATH_SEGMENT.fullmatch(segment) for segment in segments):
+        raise ValueError(f"must contain only URL path characters (no %-escapes): {text!r}")
+    return "/" + "/".join(segments)
+
+
+def _has_paramiko() -> bool:
+    return importlib.util.find_spec("paramiko") is not None
+
+
+def docker_host_uri(text: str) -> str:
+    """A URI the docker SDK can use: ``unix:///path``, ``tcp://host:port`` or ``ssh://[user@]host``."""
+    value = text.strip()
+    scheme, separator, rest = value.partition("://")
+    if not separator:
+        raise ValueError(f"{text!r} is not a URI; use unix:///var/run/docker.sock, tcp://host:2375 or ssh://host")
+    if scheme == "unix":
+        if not rest.startswith("/") or rest == "/":
+            raise ValueError(f"{text!r}: unix:// needs an absolute socket path, e.g. unix:///var/run/docker.sock")
+        return value
+    if scheme not in ("tcp", "ssh"):
+        raise ValueError(f"{text!r}: the scheme must be unix, tcp or ssh")
+    parts = urlsplit(value)
+    if not parts.hostname or parts.query or parts.fragment or parts.path not in ("", "/"):
+        raise ValueError(f"{text!r}: {scheme}:// needs a host and nothing after it but a port")
+    if scheme == "tcp" and not parts.port:  # .port raises ValueError itself above 65535
+        raise ValueError(f"{text!r}: tcp:// needs a port, e.g. tcp://{parts.hostname}:2375")
+    if scheme == "ssh" and not _has_paramiko():
+        raise ValueError(f"{text!r}: ssh:// needs the paramiko package, which is not installed; "
+                         "use unix:// or tcp:// (e.g. through an SSH tunnel)")
+    return value
+
+
+def _api_version(text: str) -> str:
+    value = text.strip()
+    match = re.fullmatch(r"(\d+)\.(\d+)", value)
+    if match is None:
+        raise ValueError(f"{text!r} is not an API version like 1.41")
+    if (int(match[1]), int(match[2])) < MIN_API_VERSION:
+        raise ValueError(f"{value} is too old; 1.41 (Docker Engine 20.10) or newer is needed")
+    return value
+
+
+def _prometheus_url(text: str) -> str | None:
+    value = text.strip()
+    if not value:
+        return None
+    if any(char.isspace() for char in value):
+        raise ValueError(f"must not contain whitespace: {text!r}")
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{text!r} is not an http:// or https:// URL with a host")
+    if "?" in value or "#" in value:
+        raise ValueError(f"{text!r}: no query or fragment allowed")
+    _ = parts.port  # raises ValueError for a malformed or out-of-range port
+    return value.rstrip("/")
+
+
+def _readable_file(text: str) -> str | None:
+    value = text.strip()
+    if not value:
+        return None  # SERVICE_TLS_CERT="" means unset
+    try:
+        with open(value, "rb"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"cannot read {value}: {exc.strerror}") from None
+    return value
+
+
+# --------------------------------------------------------------------------- the key table
+class Key(NamedTuple):
+    field: str
+    toml: str
+    env: str
+    parse: Callable[[str], Any]
+    toml_types: tuple[type, ...]
+
+
+_STR, _INT, _BOOL, _DURATION = (str,), (int, str), (bool, str), (str, int, float)
+KEYS: tuple[Key, ...] = (
+    Key("listen_addr", "server.listen_addr", "SERVICE_LISTEN_ADDR", _listen_addr, _STR),
+    Key("base_path", "server.base_path", "SERVICE_BASE_PATH", _base_path, _STR),
+    Key("operations_level", "server.operations_level", "SERVICE_OPERATIONS_LEVEL", _ranged_int(0, 3), _INT),
+    Key("self_metrics", "server.self_metrics", "SERVICE_SELF_METRICS", _bool, _BOOL),
+    Key("sse_batch_interval", "server.sse.batch_interval", "SERVICE_SSE_BATCH_INTERVAL", _positive_duration,
+        _DURATION),
+    Key("docker_host", "docker.host", "SERVICE_DOCKER_HOST", docker_host_uri, _STR),
+    Key("docker_api_version", "docker.api_version", "SERVICE_DOCKER_API_VERSION", _api_version, _STR),
+    Key("prometheus_url", "prometheus.url", "SERVICE_PROMETHEUS_URL", _prometheus_url, _STR),
+    Key("log_level", "logging.level", "SERVICE_LOG_LEVEL", _log_level, _STR),
+    Key("log_format", "logging.format", "SERVICE_LOG_FORMAT", _choice("json", "text"), _STR),
+    Key("tls_cert", "tls.cert", "SERVICE_TLS_CERT", _readable_file, _STR),
+    Key("tls_key", "tls.key", "SERVICE_TLS_KEY", _readable_file, _STR),
+    Key("auth_mode", "auth.mode", "SERVICE_AUTH_MODE", _auth_mode, _STR),
+    Key("task_poll_interval", "watcher.task_poll_interval", "SERVICE_WATCHER_TASK_POLL_INTERVAL",
+        _positive_duration, _DURATION),
+    Key("resync_interval", "watcher.resync_interval", "SERVICE_WATCHER_RESYNC_INTERVAL", _positive_duration,
+        _DURATION),
+    Key("history_size", "server.history_size", "SERVICE_HISTORY_SIZE", _ranged_int(100, 1_000_000), _INT),
+)
+
+# Keys of the reference (§6) that this version recognises but does not implement (fnmatch patterns).
+PENDING_TOML = ("server.pprof", "server.recommendations", "server.trusted_proxies", "server.cors.*",
+                 "storage.*", "auth.oidc.*", "auth.tailscale.*", "auth.cert.*", "auth.headers.*", "acl.*",
+                 "sizing.*", "mcp.*")
+PENDING_ENV = ("SERVICE_PPROF", "SERVICE_RECOMMENDATIONS", "SERVICE_TRUSTED_PROXIES", "SERVICE_CORS_ORIGINS",
+                "SERVICE_DATA_DIR", "SERVICE_SNAPSHOT", "SERVICE_AUTH_OIDC_*", "SERVICE_AUTH_TAILSCALE_*",
+                "SERVICE_AUTH_CERT_*", "SERVICE_AUTH_HEADERS_*", "SERVICE_ACL_*", "SERVICE_SIZING_*",
+                "SERVICE_MCP*")
+KNOWN_TOML = frozenset(key.toml for key in KEYS)
+KNOWN_ENV = frozenset({"SERVICE_CONFIG"} | {key.env for key in KEYS} | {key.env + "_FILE" for key in KEYS})

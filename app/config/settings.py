@@ -1,0 +1,70 @@
+"""The settings types: what the rest of the service reads (``Settings``) and the error that names a
+bad key. Loading lives in ``app.config.loading``, the key table and value parsers in ``app.config.keys``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PRODUCT = "shoal"
+MIN_API_VERSION = (1, 41)  # Docker Engine 20.10: the watcher relies on its events and filters
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, malformed or out of range; the message names the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListenAddress:
+    """``server.listen_addr`` parsed once: a TCP host and port, or a unix socket path."""
+
+    host: str = "0.0.0.0"
+    port: int = 9000
+    unix_path: str | None = None
+
+    @property
+    def is_unix(self) -> bool:
+        return self.unix_path is not None
+
+    @property
+    def is_ipv6(self) -> bool:
+        return ":" in self.host
+
+    def __str__(self) -> str:
+        """The gunicorn ``bind`` spelling: ``unix:/path``, ``host:port`` or ``[v6]:port``."""
+        if self.unix_path is not None:
+            return f"unix:{self.unix_path}"
+        return f"[{self.host}]:{self.port}" if self.is_ipv6 else f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReport:
+    """What ``load_settings`` read and ignored, for one log entry at start."""
+
+    config_file: str | None = None
+    unknown: tuple[str, ...] = ()
+    not_implemented: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    listen_addr: ListenAddress = ListenAddress()
+    base_path: str = ""
+    operations_level: int = 1
+    self_metrics: bool = True
+    sse_batch_interval: float = 0.1
+    docker_host: str = "unix:///var/run/docker.sock"
+    docker_api_version: str = "1.41"
+    prometheus_url: str | None = None
+    log_level: str = "info"
+    log_format: str = "json"
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    auth_mode: str = "none"
+    task_poll_interval: float = 1.0
+    resync_interval: float = 300.0
+    history_size: int = 10_000
+    report: LoadReport = field(default=LoadReport(), compare=False, repr=False)
+
+    @property
+    def tls_enabled(self) -> bool:
+        return self.tls_cert is not None
