@@ -7,7 +7,6 @@ No engine is needed: the servers point at a docker socket that does not exist, a
 
 from __future__ import annotations
 
-import http.client
 import os
 import signal
 import socket
@@ -21,7 +20,7 @@ import pytest
 import requests
 
 from tests.conftest import REPO, free_port, wait_for
-from tests.unit.test_config import make_self_signed
+from tests.transport import get_over_unix, make_self_signed
 
 pytestmark = pytest.mark.integration
 BIN = REPO / ".venv" / "bin"
@@ -65,31 +64,10 @@ def stop(proc: subprocess.Popen[bytes], log: Path) -> None:
     assert code == 0, log.read_text()[-4000:]
 
 
-class UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str) -> None:
-        super().__init__("localhost", timeout=5)
-        self.path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(5)
-        self.sock.connect(self.path)
-
-
-def health_over_unix(path: str) -> tuple[int, bytes]:
-    connection = UnixConnection(path)
-    try:
-        connection.request("GET", "/-/health")
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
-
-
 def wait_for_unix_health(proc: subprocess.Popen[bytes], path: str, log: Path) -> bytes:
     def answered() -> bytes | None:
         assert proc.poll() is None, f"exited with {proc.returncode}:\n{log.read_text()[-4000:]}"
-        status, body = health_over_unix(path)
+        status, body = get_over_unix(path, "/-/health")
         return body if status == 200 else None
 
     body = wait_for(answered, TIMEOUT, interval=0.2, message=f"/-/health on unix:{path}")

@@ -3,7 +3,6 @@ unix sockets), served in-process and asked over real sockets."""
 
 from __future__ import annotations
 
-import http.client
 import socket
 import tempfile
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from app import create_app
 from app.cli import build_server, main, parse_args, serve, unix_listener
 from app.config import ListenAddress, Settings, load_settings
 from tests.conftest import free_port
-from tests.unit.test_config import make_self_signed
+from tests.transport import get_over_unix, make_self_signed
 
 NO_ENGINE = "unix:///nonexistent/docker.sock"  # the runtime is never started here
 
@@ -43,27 +42,6 @@ def running(settings: Settings) -> Iterator[object]:
         yield server
     finally:
         server.stop(timeout=2)
-
-
-class UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: str) -> None:
-        super().__init__("localhost", timeout=5)
-        self.path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(5)
-        self.sock.connect(self.path)
-
-
-def get_over_unix(path: str, target: str) -> tuple[int, bytes]:
-    connection = UnixConnection(path)
-    try:
-        connection.request("GET", target)
-        response = connection.getresponse()
-        return response.status, response.read()
-    finally:
-        connection.close()
 
 
 # --------------------------------------------------------------------------- arguments

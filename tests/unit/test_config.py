@@ -4,8 +4,6 @@ the key; the file search, unknown and not-yet-built keys, and the typed listen a
 from __future__ import annotations
 
 import logging
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,17 +22,7 @@ from app.config import (
     log_report,
     parse_duration,
 )
-
-
-def make_self_signed(directory: Path) -> tuple[str, str]:
-    """A self-signed PEM certificate and key for 127.0.0.1/localhost (openssl), as (cert, key) paths."""
-    assert shutil.which("openssl"), "the TLS tests need the openssl command"
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-                   check=True, capture_output=True, timeout=20)
-    return str(cert), str(key)
+from tests.transport import make_self_signed
 
 
 @pytest.fixture(autouse=True)
