@@ -23,7 +23,7 @@ EXTENSION_KEY = "shoal"
 class Runtime:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.cache = Cache(settings.history_size)
+        self.cache = Cache(settings.history_size, settings.history_max_bytes)
         self.watcher = Watcher(self._connect, self.cache, WatcherSettings(
             task_poll_interval=settings.task_poll_interval, resync_interval=settings.resync_interval))
         self.started_at = time.time()

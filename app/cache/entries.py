@@ -7,6 +7,8 @@ an object, and never per request.
 
 from __future__ import annotations
 
+import json
+import marshal
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,6 +35,8 @@ class Entry:
     search_segments: tuple[str, ...]
     updated: str               # timestamp text for Last-Modified ("" when the kind has none)
     version: int | None        # engine Version.Index, when the kind has one
+    size: int = 0              # estimated bytes of memory ``raw`` holds (history byte bound)
+    seq: int = 0               # sequence number of the change that stored this entry (0: not stored yet)
 
 
 def _dig(raw: Mapping[str, Any], *path: str) -> Any:
@@ -157,6 +161,21 @@ def redact(kind: ResourceKind, raw: Raw) -> Raw:
     return raw
 
 
+# Python holds decoded engine JSON in 4.5-5.4 times its encoded size (measured with tracemalloc on the
+# synthetic cluster's tasks, services and nodes); 5 keeps the estimate on the safe side.
+MEMORY_PER_ENCODED_BYTE = 5
+
+
+def estimate_size(raw: Raw) -> int:
+    """Bytes of memory a decoded engine object holds, estimated from its ``marshal`` encoding (about 6 µs
+    for a 1 KB task, half the cost of ``json.dumps``); computed once per built entry, never per poll."""
+    try:
+        encoded = len(marshal.dumps(raw))
+    except ValueError:  # a type marshal does not know (never in engine JSON): fall back to JSON text
+        encoded = len(json.dumps(raw, default=str))
+    return encoded * MEMORY_PER_ENCODED_BYTE
+
+
 def build_entry(kind: ResourceKind, raw: Raw) -> Entry:
     raw = redact(kind, raw)
     entry_id, name, activation, sort_keys, updated = _DERIVE[kind](raw)
@@ -164,7 +183,7 @@ def build_entry(kind: ResourceKind, raw: Raw) -> Entry:
     version = _dig(raw, "Version", "Index")
     return Entry(kind, entry_id, name, raw, activation, sort_keys, lowered,
                  tuple(s for s in _SEGMENT_SPLIT.split(lowered) if s), updated,
-                 version if isinstance(version, int) else None)
+                 version if isinstance(version, int) else None, estimate_size(raw))
 
 
 def raw_identity(kind: ResourceKind, raw: Raw) -> tuple[str, int | None]:

@@ -3,6 +3,13 @@
 Every mutation of the cache becomes one ``Change`` with a strictly increasing sequence number. The
 ring is what later layers replay from: SSE ``Last-Event-ID``, Atom ``before`` cursors and ``/history``
 all index into it by sequence number.
+
+The ring is bounded twice: at most ``capacity`` records and at most ``max_bytes`` estimated bytes. Each
+record's size is fixed when it is made (``RECORD_OVERHEAD`` plus the estimated sizes of its ``before`` and
+``after`` objects, see ``app.cache.entries.estimate_size``); the oldest records go first while either bound
+is exceeded, but the newest record always stays, so ``since`` can tell a client it is up to date. An object
+shared by two records (the ``after`` of one is the ``before`` of the next, and the live cache holds the
+latest) is counted for each, so the bound overestimates what the ring alone keeps alive.
 """
 
 from __future__ import annotations
@@ -16,6 +23,9 @@ from enum import Enum
 from typing import Any
 
 from app.resources import ResourceKind
+
+RECORD_OVERHEAD = 240   # bytes: the Change object, its id/name strings, its slot in the ring
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 
 
 class Action(Enum):
@@ -35,13 +45,19 @@ class Change:
     timestamp: float                      # wall-clock seconds
     before: dict[str, Any] | None = field(default=None, repr=False)
     after: dict[str, Any] | None = field(default=None, repr=False)
+    size: int = field(default=RECORD_OVERHEAD, repr=False, compare=False)   # estimated bytes held
 
 
 class History:
-    """A ring of the last ``capacity`` changes, searchable by sequence number."""
+    """A ring of the last ``capacity`` changes within ``max_bytes``, searchable by sequence number."""
 
-    def __init__(self, capacity: int = 10_000) -> None:
-        self._ring: deque[Change] = deque(maxlen=capacity)
+    def __init__(self, capacity: int = 10_000, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        if capacity < 1 or max_bytes < 1:
+            raise ValueError("history capacity and byte bound must be positive")
+        self._ring: deque[Change] = deque()
+        self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._seq = 0
 
     @property
@@ -52,18 +68,30 @@ class History:
     def oldest_seq(self) -> int | None:
         return self._ring[0].seq if self._ring else None
 
+    @property
+    def bytes(self) -> int:
+        """Estimated bytes of the records kept (the sum of their ``size``)."""
+        return self._bytes
+
     def record(self, kind: ResourceKind, action: Action, object_id: str, name: str,
-               before: dict[str, Any] | None, after: dict[str, Any] | None) -> Change:
+               before: dict[str, Any] | None, after: dict[str, Any] | None, size: int = 0) -> Change:
+        """Append one change; ``size`` is the estimated bytes of ``before`` and ``after``."""
         self._seq += 1
-        change = Change(self._seq, kind, action, object_id, name, time.time(), before, after)
+        change = Change(self._seq, kind, action, object_id, name, time.time(), before, after,
+                        RECORD_OVERHEAD + size)
         self._ring.append(change)
+        self._bytes += change.size
+        while len(self._ring) > 1 and (len(self._ring) > self._capacity or self._bytes > self._max_bytes):
+            self._bytes -= self._ring.popleft().size
         return change
 
     def since(self, seq: int) -> list[Change] | None:
         """Changes after ``seq``; None when ``seq`` fell out of the ring (the caller must resync)."""
         if seq > self._seq:
             return None
-        if not self._ring or seq >= self._ring[-1].seq:
+        if not self._ring:
+            return [] if seq == self._seq else None
+        if seq >= self._ring[-1].seq:
             return []
         if seq < self._ring[0].seq - 1:
             return None

@@ -2,24 +2,52 @@
 freshness, and the change records every mutation produces.
 
 Only the watcher writes here; blueprints only read. No method does I/O, so under gevent each mutation
-completes before any reader runs. A full sync builds the new state aside and swaps it in at once.
+completes before any reader runs.
+
+Engine answers arrive late and out of order (two inspects of one object, a slow listing overtaken by a
+faster one), so every watcher write carries a token, ``write_token()`` taken before the engine call: the
+sequence number of the last change the cache had recorded. Each entry keeps the sequence number of the
+write that stored it, and ``Tombstones`` keeps those of recent removals. With them an answer is judged per
+object (``apply_inspect``, ``apply_listing``, ``replace_all``):
+
+- an object whose engine ``Version.Index`` is older than the cached one never replaces it (equal: unchanged);
+- an object removed after the token is not re-created: a removal is never undone by a late answer;
+- an object without a version (networks, volumes) written after the token is left alone;
+- an object missing from the answer (NotFound, or absent from a listing) is removed only if it was not
+  (re)created or written after the token;
+- a listing older than the one already applied to its scope (a kind, or one service's tasks; a full
+  listing of tasks covers every service) is dropped whole; a listing never touches objects outside its scope.
+
+After the primary changes of a write come the derived stack changes, then ``ref_changed`` records for the
+objects whose representation the write changed through a cross-reference (``app.cache.refs``).
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 
 from app.cache.entries import Entry, Raw, build_entry, is_same, raw_identity, service_references, stack_of
-from app.cache.history import Action, Change, History
+from app.cache.history import DEFAULT_MAX_BYTES, Action, Change, History
+from app.cache.refs import affected
+from app.cache.tombstones import Tombstones
 from app.resources import ENGINE_KINDS, ResourceKind
 
 Listener = Callable[[list[Change]], None]
+Key = tuple[ResourceKind, str]
+Scope = tuple[ResourceKind, str | None]   # a kind, or (tasks, service id)
 _STACK_MEMBER_KINDS = (ResourceKind.SERVICE, ResourceKind.CONFIG, ResourceKind.SECRET,
                        ResourceKind.NETWORK, ResourceKind.VOLUME)
 _REF_KINDS = (ResourceKind.CONFIG, ResourceKind.SECRET, ResourceKind.NETWORK, ResourceKind.VOLUME)
+
+
+class InspectOutcome(Enum):
+    APPLIED = "applied"       # the cache changed
+    UNCHANGED = "unchanged"   # the answer agrees with the cache
+    STALE = "stale"           # the answer is older than what the cache holds; ignored
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +55,7 @@ class Freshness:
     """What a reader needs to know to not mistake stale state for current."""
 
     synced: bool                 # the first full sync has completed
-    connected: bool              # the engine connection is live right now
+    connected: bool              # the event stream is connected and being read right now
     last_contact: float | None   # wall-clock time of the last successful engine contact
     last_sync: float | None      # wall-clock time of the last completed full sync
     last_sync_duration: float | None
@@ -35,16 +63,24 @@ class Freshness:
 
 
 class Cache:
-    def __init__(self, history_capacity: int = 10_000) -> None:
+    def __init__(self, history_capacity: int = 10_000, history_max_bytes: int = DEFAULT_MAX_BYTES,
+                 tombstones: Tombstones | None = None) -> None:
         self._entries: dict[ResourceKind, dict[str, Entry]] = {kind: {} for kind in ResourceKind}
         self._lists: dict[ResourceKind, list[Entry] | None] = dict.fromkeys(ResourceKind)
         self._sorted: dict[tuple[ResourceKind, str], list[Entry]] = {}
         self._tasks_by_service: dict[str, set[str]] = defaultdict(set)
         self._tasks_by_node: dict[str, set[str]] = defaultdict(set)
+        self._running: dict[str, int] = {}           # service id → tasks in state running
         self._refs: dict[ResourceKind, dict[str, set[str]]] = {k: defaultdict(set) for k in _REF_KINDS}
         self._stack_members: dict[str, dict[ResourceKind, set[str]]] = {}
+        self.history = History(history_capacity, history_max_bytes)
+        self._tombstones = tombstones if tombstones is not None else Tombstones()
+        self._listed: dict[Scope, int] = {}          # scope → token of the newest listing applied to it
+        self._ref_times: dict[Key, float] = {}
+        # Collected during one write, consumed by _commit.
         self._touched_stacks: set[str] = set()
-        self.history = History(history_capacity)
+        self._ref_candidates: dict[Key, None] = {}
+        self._running_before: dict[str, int] = {}
         self._listeners: list[Listener] = []
         self._synced = False
         self._connected = False
@@ -80,6 +116,16 @@ class Cache:
     def tasks_of_node(self, node_id: str) -> list[Entry]:
         return self._resolve(ResourceKind.TASK, self._tasks_by_node.get(node_id, ()))
 
+    def task_ids_of_service(self, service_id: str) -> Collection[str]:
+        return self._tasks_by_service.get(service_id, ())
+
+    def task_ids_of_node(self, node_id: str) -> Collection[str]:
+        return self._tasks_by_node.get(node_id, ())
+
+    def running_tasks(self, service_id: str) -> int:
+        """How many of the service's tasks are in state running (kept on write: O(1))."""
+        return self._running.get(service_id, 0)
+
     def services_using(self, kind: ResourceKind, object_id: str) -> list[Entry]:
         return self._resolve(ResourceKind.SERVICE, self._refs[kind].get(object_id, ()))
 
@@ -89,6 +135,10 @@ class Cache:
     def _resolve(self, kind: ResourceKind, ids: Iterable[str]) -> list[Entry]:
         table = self._entries[kind]
         return sorted((table[i] for i in ids if i in table), key=lambda entry: (entry.name, entry.id))
+
+    def ref_changed_at(self, kind: ResourceKind, object_id: str) -> float | None:
+        """Wall-clock time of the latest ``ref_changed`` record of an object (None: never, or removed)."""
+        return self._ref_times.get((kind, object_id))
 
     @property
     def freshness(self) -> Freshness:
@@ -101,84 +151,193 @@ class Cache:
         return lambda: self._listeners.remove(listener)
 
     # ------------------------------------------------------------------ freshness (watcher only)
+    def set_stream_connected(self, connected: bool) -> None:
+        """The event stream is (or is no longer) connected and being read: the only source of "live"."""
+        self._connected = connected
+        if connected:
+            self._last_contact = time.time()
+
     def mark_contact(self) -> None:
-        self._connected = True
+        """An engine call succeeded; says nothing about the event stream, so ``connected`` is unchanged."""
         self._last_contact = time.time()
 
     def mark_disconnected(self) -> None:
-        self._connected = False
+        self.set_stream_connected(False)
 
-    # ------------------------------------------------------------------ writes (watcher only)
+    # ------------------------------------------------------------------ watcher writes
+    def write_token(self) -> int:
+        """Take before an engine call and pass to the ``apply_*`` call that stores its answer."""
+        return self.history.last_seq
+
+    def apply_inspect(self, kind: ResourceKind, object_id: str, raw: Raw | None, token: int
+                      ) -> InspectOutcome:
+        """Store one inspect answer (None: the engine said NotFound) unless it is older than the cache."""
+        self._tombstones.prune()
+        if raw is None:
+            current = self._entries[kind].get(object_id)
+            if current is None:
+                return InspectOutcome.UNCHANGED
+            if current.seq > token:
+                return InspectOutcome.STALE
+            self._commit(self._delete(kind, object_id))
+            return InspectOutcome.APPLIED
+        judged = self._judge(kind, raw, token)
+        if not isinstance(judged, Entry):
+            return judged
+        changes = self._commit(self._put(judged))
+        return InspectOutcome.APPLIED if changes else InspectOutcome.UNCHANGED
+
+    def apply_listing(self, kind: ResourceKind, raws: Iterable[Raw], token: int,
+                      service_id: str | None = None) -> list[Change] | None:
+        """Reconcile a listing of a whole kind, or (tasks only) of one service's tasks, with the cache.
+
+        Returns the changes, or None when a newer listing of the same scope was already applied.
+        """
+        if service_id is not None and kind is not ResourceKind.TASK:
+            raise ValueError("only task listings can be scoped to a service")
+        if token < self._listing_token(kind, service_id):
+            return None
+        self._tombstones.prune()
+        changes = self._reconcile(kind, raws, token, service_id)
+        self._note_listing(kind, service_id, token)
+        return self._commit(changes)
+
+    def replace_all(self, snapshot: Mapping[ResourceKind, Iterable[Raw]], token: int | None = None,
+                    duration: float | None = None) -> list[Change]:
+        """Apply a full listing of every engine kind (a kind missing from ``snapshot`` lists as empty) with
+        the per-object rules of ``apply_listing``; a kind whose applied listing is newer is skipped.
+        ``token`` None means "taken now": the snapshot is authoritative (tests, benchmarks)."""
+        token = self.write_token() if token is None else token
+        self._tombstones.prune()
+        changes: list[Change] = []
+        for kind in ENGINE_KINDS:
+            if token >= self._listing_token(kind, None):
+                changes += self._reconcile(kind, snapshot.get(kind, ()), token, None)
+                self._note_listing(kind, None, token)
+        self._synced = True
+        self._last_sync = self._last_contact = time.time()
+        self._last_sync_duration = duration
+        return self._commit(changes)
+
+    # ------------------------------------------------------------------ unconditional writes (tests, benches)
     def upsert(self, kind: ResourceKind, raw: Raw) -> list[Change]:
+        """Store an object as given, whatever the cache holds."""
         return self._commit(self._put(build_entry(kind, raw)))
 
     def remove(self, kind: ResourceKind, object_id: str) -> list[Change]:
         return self._commit(self._delete(kind, object_id))
 
     def replace_kind(self, kind: ResourceKind, raws: Iterable[Raw]) -> list[Change]:
-        """Make one kind equal to a fresh engine listing (task reconciliation, per-kind resync)."""
-        return self._commit(self._replace(kind, self._build_changed(kind, raws)))
+        """Transitional, until the watcher takes tokens: a listing of a whole kind taken just now."""
+        return self.apply_listing(kind, raws, self.write_token()) or []
 
-    def replace_all(self, snapshot: Mapping[ResourceKind, Iterable[Raw]], duration: float | None = None
-                    ) -> list[Change]:
-        """Swap in a full engine listing, producing the create/update/remove changes against the old state."""
-        built = {kind: self._build_changed(kind, snapshot.get(kind, ())) for kind in ENGINE_KINDS}
-        changes: list[Change] = []
-        for kind in ENGINE_KINDS:
-            changes += self._replace(kind, built[kind])
-        self._synced = True
-        self._last_sync = time.time()
-        self._last_sync_duration = duration
-        self.mark_contact()
-        return self._commit(changes)
+    # ------------------------------------------------------------------ judging answers
+    def _judge(self, kind: ResourceKind, raw: Raw, token: int) -> Entry | InspectOutcome:
+        """The entry to store for one object of an answer, or why nothing is stored."""
+        object_id, version = raw_identity(kind, raw)
+        current = self._entries[kind].get(object_id)
+        if current is None:
+            return build_entry(kind, raw) if self._may_create(kind, object_id, token) else InspectOutcome.STALE
+        if version is not None and current.version is not None:
+            if version < current.version:
+                return InspectOutcome.STALE
+            if version == current.version:
+                return InspectOutcome.UNCHANGED
+            return build_entry(kind, raw)
+        if current.seq > token:
+            return InspectOutcome.STALE
+        entry = build_entry(kind, raw)
+        return InspectOutcome.UNCHANGED if is_same(current, entry) else entry
 
-    def _build_changed(self, kind: ResourceKind, raws: Iterable[Raw]) -> list[Entry]:
-        """Entries for a listing, reusing the cached one wherever the engine's Version.Index is unchanged
-        (most tasks on most polls), so a poll of 10,000 tasks derives only what changed."""
-        table, entries = self._entries[kind], []
+    def _may_create(self, kind: ResourceKind, object_id: str, token: int) -> bool:
+        removed = self._tombstones.removed_at((kind, object_id))
+        if removed is not None:
+            return removed <= token
+        return token >= self._tombstones.floor
+
+    def _listing_token(self, kind: ResourceKind, service_id: str | None) -> int:
+        full = self._listed.get((kind, None), -1)
+        return full if service_id is None else max(full, self._listed.get((kind, service_id), -1))
+
+    def _note_listing(self, kind: ResourceKind, service_id: str | None, token: int) -> None:
+        self._listed[(kind, service_id)] = max(token, self._listed.get((kind, service_id), -1))
+        if service_id is None:  # a full listing covers every service scope of the kind: forget older ones
+            for scope in [s for s, t in self._listed.items() if s[0] is kind and s[1] is not None and t <= token]:
+                del self._listed[scope]
+
+    def _reconcile(self, kind: ResourceKind, raws: Iterable[Raw], token: int, service_id: str | None
+                   ) -> list[Change]:
+        """The changes that make a scope agree with a listing under the per-object rules. Objects whose
+        Version.Index is unchanged (most tasks on most polls) are skipped without deriving anything."""
+        table = self._entries[kind]
+        seen: set[str] = set()
+        fresh: list[Entry] = []
         for raw in raws:
+            if service_id is not None and raw.get("ServiceID") != service_id:
+                continue  # outside the scope
             object_id, version = raw_identity(kind, raw)
+            seen.add(object_id)
             current = table.get(object_id)
             if current is not None and version is not None and current.version == version:
-                entries.append(current)
-            else:
-                entries.append(build_entry(kind, raw))
-        return entries
-
-    def _replace(self, kind: ResourceKind, fresh: list[Entry]) -> list[Change]:
-        fresh_ids = {entry.id for entry in fresh}
+                continue
+            judged = self._judge(kind, raw, token)
+            if isinstance(judged, Entry):
+                fresh.append(judged)
+        scope = table.keys() if service_id is None else self._tasks_by_service.get(service_id, set())
+        gone = [i for i in scope if i not in seen and table[i].seq <= token]
         changes: list[Change] = []
-        for stale_id in [i for i in self._entries[kind] if i not in fresh_ids]:
-            changes += self._delete(kind, stale_id)
+        for object_id in gone:
+            changes += self._delete(kind, object_id)
         for entry in fresh:
             changes += self._put(entry)
         return changes
 
+    # ------------------------------------------------------------------ mutations
     def _put(self, entry: Entry) -> list[Change]:
         table = self._entries[entry.kind]
         old = table.get(entry.id)
         if old is entry or (old is not None and is_same(old, entry)):
             return []
+        self._before_write(old, entry)
         if old is not None:
             self._unindex(old)
         table[entry.id] = entry
         self._invalidate(entry.kind)
         self._index(entry)
         action = Action.CREATE if old is None else Action.UPDATE
-        change = self.history.record(entry.kind, action, entry.id, entry.name,
-                                     old.raw if old else None, entry.raw)
-        self._touch_stacks(old, entry)
+        change = self.history.record(entry.kind, action, entry.id, entry.name, old.raw if old else None,
+                                     entry.raw, (old.size if old else 0) + entry.size)
+        entry.seq = change.seq
+        self._tombstones.discard((entry.kind, entry.id))
         return [change]
 
     def _delete(self, kind: ResourceKind, object_id: str) -> list[Change]:
-        old = self._entries[kind].pop(object_id, None)
+        old = self._entries[kind].get(object_id)
         if old is None:
             return []
+        self._before_write(old, None)
+        del self._entries[kind][object_id]
         self._invalidate(kind)
         self._unindex(old)
-        change = self.history.record(kind, Action.REMOVE, old.id, old.name, old.raw, None)
-        self._touch_stacks(old, None)
+        change = self.history.record(kind, Action.REMOVE, old.id, old.name, old.raw, None, old.size)
+        if kind in ENGINE_KINDS:
+            self._tombstones.add((kind, object_id), change.seq)
+        self._ref_times.pop((kind, object_id), None)
         return [change]
+
+    def _before_write(self, old: Entry | None, new: Entry | None) -> None:
+        """Note what the write will touch beyond the object itself: stacks to re-derive, objects whose
+        representation embeds it, and (tasks) the service's running count before the write."""
+        entry = new if new is not None else old
+        assert entry is not None
+        if entry.kind is ResourceKind.TASK:
+            service_id = str(entry.activation["service"])
+            self._running_before.setdefault(service_id, self._running.get(service_id, 0))
+        for candidate in affected(old, new, self):
+            self._ref_candidates[candidate] = None
+        for member in (old, new):
+            if member is not None and member.kind in _STACK_MEMBER_KINDS and (name := stack_of(member)):
+                self._touched_stacks.add(name)
 
     def _invalidate(self, kind: ResourceKind) -> None:
         self._lists[kind] = None
@@ -194,8 +353,11 @@ class Cache:
     # ------------------------------------------------------------------ indexes
     def _index(self, entry: Entry) -> None:
         if entry.kind is ResourceKind.TASK:
-            self._tasks_by_service[str(entry.activation["service"])].add(entry.id)
+            service_id = str(entry.activation["service"])
+            self._tasks_by_service[service_id].add(entry.id)
             self._tasks_by_node[str(entry.activation["node"])].add(entry.id)
+            if entry.activation["state"] == "running":
+                self._running[service_id] = self._running.get(service_id, 0) + 1
         elif entry.kind is ResourceKind.SERVICE:
             for kind, ids in service_references(entry).items():
                 for target in ids:
@@ -205,8 +367,15 @@ class Cache:
 
     def _unindex(self, entry: Entry) -> None:
         if entry.kind is ResourceKind.TASK:
-            _discard(self._tasks_by_service, str(entry.activation["service"]), entry.id)
+            service_id = str(entry.activation["service"])
+            _discard(self._tasks_by_service, service_id, entry.id)
             _discard(self._tasks_by_node, str(entry.activation["node"]), entry.id)
+            if entry.activation["state"] == "running":
+                remaining = self._running[service_id] - 1
+                if remaining:
+                    self._running[service_id] = remaining
+                else:
+                    del self._running[service_id]
         elif entry.kind is ResourceKind.SERVICE:
             for kind, ids in service_references(entry).items():
                 for target in ids:
@@ -217,25 +386,48 @@ class Cache:
             if not any(members.values()):
                 self._stack_members.pop(stack, None)
 
-    def _touch_stacks(self, old: Entry | None, new: Entry | None) -> None:
-        for entry in (old, new):
-            if entry is not None and entry.kind in _STACK_MEMBER_KINDS and (name := stack_of(entry)):
-                self._touched_stacks.add(name)
-
+    # ------------------------------------------------------------------ one write, committed
     def _commit(self, changes: list[Change]) -> list[Change]:
-        """Re-derive the stacks a write touched, once per write, then notify listeners.
+        """Finish a write: re-derive the stacks it touched, record its ``ref_changed``, notify listeners."""
+        changes += self._derive_stacks()
+        changes += self._record_refs(changes)
+        return self._emit(changes)
 
-        A stack exists while at least one service carries its label. Deriving after the whole write
-        (not per member) keeps a full sync from recording intermediate stack states that never existed.
-        """
+    def _derive_stacks(self) -> list[Change]:
+        """A stack exists while at least one service carries its label. Deriving once after the whole write
+        (not per member) keeps a full sync from recording intermediate stack states that never existed."""
         touched, self._touched_stacks = sorted(self._touched_stacks), set()
+        changes: list[Change] = []
         for name in touched:
             members = self._stack_members.get(name, {})
             if members.get(ResourceKind.SERVICE):
                 changes += self._put(build_entry(ResourceKind.STACK, self._stack_raw(name, members)))
             else:
                 changes += self._delete(ResourceKind.STACK, name)
-        return self._emit(changes)
+        return changes
+
+    def _record_refs(self, changes: list[Change]) -> list[Change]:
+        """One ``ref_changed`` per object whose representation the write changed through another object,
+        after the changes that caused it; none for objects the write created, updated or removed itself."""
+        candidates, self._ref_candidates = self._ref_candidates, {}
+        running_before, self._running_before = self._running_before, {}
+        for service_id, before in running_before.items():
+            # A stack shows its services' RunningTasks: only a net change of the count matters.
+            service = self._entries[ResourceKind.SERVICE].get(service_id)
+            if service is not None and self._running.get(service_id, 0) != before and (name := stack_of(service)):
+                candidates[(ResourceKind.STACK, name)] = None
+        if not candidates:
+            return []
+        own = {(change.kind, change.id) for change in changes}
+        recorded: list[Change] = []
+        for kind, object_id in candidates:
+            entry = self._entries[kind].get(object_id)
+            if entry is None or (kind, object_id) in own:
+                continue
+            change = self.history.record(kind, Action.REF_CHANGED, object_id, entry.name, None, None)
+            self._ref_times[(kind, object_id)] = change.timestamp
+            recorded.append(change)
+        return recorded
 
     def _stack_raw(self, name: str, members: dict[ResourceKind, set[str]]) -> Raw:
         raw: Raw = {"name": name}

@@ -71,6 +71,24 @@ def _ranged_int(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+_BYTE_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmg]i?b|b)?", re.IGNORECASE)
+_BYTE_UNITS = {"b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+
+
+def _byte_size(low: int, high: int) -> Callable[[str], int]:
+    """Plain bytes (``67108864``) or a size with a unit: ``512KB``, ``64MiB``, ``1.5GB`` (KB/MB/GB powers of
+    1000, KiB/MiB/GiB powers of 1024, case-insensitive)."""
+    def parse(text: str) -> int:
+        match = _BYTE_SIZE.fullmatch(text.strip())
+        if match is None or len(match[1]) > 30:
+            raise ValueError(f"not a size in bytes: {text!r} (use e.g. 67108864, 512KB or 64MiB)")
+        value = int(float(match[1]) * _BYTE_UNITS[(match[2] or "b").lower()])
+        if not low <= value <= high:
+            raise ValueError(f"must be between {low} and {high} bytes, not {value}")
+        return value
+    return parse
+
+
 def _choice(*allowed: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         value = text.strip().lower()
@@ -250,6 +268,8 @@ KEYS: tuple[Key, ...] = (
     Key("resync_interval", "watcher.resync_interval", "SERVICE_WATCHER_RESYNC_INTERVAL", _positive_duration,
         _DURATION),
     Key("history_size", "server.history_size", "SERVICE_HISTORY_SIZE", _ranged_int(100, 1_000_000), _INT),
+    Key("history_max_bytes", "server.history_max_bytes", "SERVICE_HISTORY_MAX_BYTES",
+        _byte_size(1024**2, 64 * 1024**3), _INT),
 )
 
 # Keys of the reference (§6) that this version recognises but does not implement (fnmatch patterns).

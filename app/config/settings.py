@@ -63,6 +63,7 @@ class Settings:
     task_poll_interval: float = 1.0
     resync_interval: float = 300.0
     history_size: int = 10_000
+    history_max_bytes: int = 64 * 1024 * 1024
     report: LoadReport = field(default=LoadReport(), compare=False, repr=False)
 
     @property

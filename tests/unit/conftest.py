@@ -34,7 +34,7 @@ def fake_engine(objects: dict[ResourceKind, list[Raw]]) -> FakeEngine:
 def synced_cache(objects: dict[ResourceKind, list[Raw]]) -> Cache:
     """A cache filled by one full sync of the synthetic cluster, without a watcher."""
     cache = Cache()
-    cache.replace_all(objects, 0.01)
+    cache.replace_all(objects, cache.write_token(), 0.01)
     return cache
 
 

@@ -22,6 +22,7 @@ from app.config import (
     log_report,
     parse_duration,
 )
+from app.resources import ResourceKind
 from tests.transport import make_self_signed
 
 
@@ -67,6 +68,7 @@ def test_defaults_without_file_or_environment() -> None:
     assert (settings.tls_cert, settings.tls_key, settings.tls_enabled) == (None, None, False)
     assert settings.auth_mode == "none"
     assert settings.history_size == 10_000
+    assert settings.history_max_bytes == 64 * 1024 * 1024
     assert settings.report == config.LoadReport()
 
 
@@ -307,6 +309,12 @@ def test_a_tls_pair_that_does_not_load_fails_at_start(tls_pair: tuple[str, str],
     ({"SERVICE_AUTH_MODE": "magic"}, "auth.mode", "SERVICE_AUTH_MODE"),
     ({"SERVICE_AUTH_MODE": "oidc"}, "auth.mode", "SERVICE_AUTH_MODE"),
     ({"SERVICE_HISTORY_SIZE": "10"}, "server.history_size", "SERVICE_HISTORY_SIZE"),
+    ({"SERVICE_HISTORY_MAX_BYTES": "1000"}, "server.history_max_bytes", "SERVICE_HISTORY_MAX_BYTES"),
+    ({"SERVICE_HISTORY_MAX_BYTES": "65GiB"}, "server.history_max_bytes", "SERVICE_HISTORY_MAX_BYTES"),
+    ({"SERVICE_HISTORY_MAX_BYTES": "64 MiBs"}, "server.history_max_bytes", "SERVICE_HISTORY_MAX_BYTES"),
+    ({"SERVICE_HISTORY_MAX_BYTES": "-64MiB"}, "server.history_max_bytes", "SERVICE_HISTORY_MAX_BYTES"),
+    ({"SERVICE_HISTORY_MAX_BYTES": "1" * 4400}, "server.history_max_bytes", "SERVICE_HISTORY_MAX_BYTES"),
+    ({"SERVICE_HISTORY_MAX_BYTES": "64TB"}, "server.history_max_bytes", "SERVICE_HISTORY_MAX_BYTES"),
 ])
 def test_bad_environment_values_fail_naming_the_key(environ: dict[str, str], toml_key: str,
                                                     env_key: str) -> None:
@@ -514,3 +522,30 @@ def test_every_key_is_described_with_both_spellings() -> None:
     assert ("server.operations_level", "SERVICE_OPERATIONS_LEVEL", "1") in described
     assert ("server.listen_addr", "SERVICE_LISTEN_ADDR", "0.0.0.0:9000") in described
     assert all(env.startswith("SERVICE_") for _, env, _ in described)
+
+
+# --------------------------------------------------------------------------- history byte bound
+@pytest.mark.parametrize(("text", "expected"), [
+    ("67108864", 64 * 1024**2), ("64MiB", 64 * 1024**2), ("64mib", 64 * 1024**2), ("1536KB", 1_536_000),
+    ("2048 KiB", 2 * 1024**2), ("1.5GB", 1_500_000_000), ("1GiB", 1024**3), ("2000000b", 2_000_000),
+])
+def test_history_max_bytes_accepts_bytes_and_sizes(text: str, expected: int) -> None:
+    assert load_settings({"SERVICE_HISTORY_MAX_BYTES": text}).history_max_bytes == expected
+
+
+def test_history_max_bytes_from_toml_as_integer_or_size(tmp_path: Path) -> None:
+    as_int = write(tmp_path, "[server]\nhistory_max_bytes = 10485760\n")
+    assert load_settings({}, as_int).history_max_bytes == 10 * 1024**2
+    as_text = write(tmp_path, "[server]\nhistory_max_bytes = \"16MiB\"\n", "sized.toml")
+    assert load_settings({}, as_text).history_max_bytes == 16 * 1024**2
+
+
+def test_the_runtime_bounds_the_history_with_the_configured_bytes() -> None:
+    from app.runtime import Runtime
+
+    runtime = Runtime(Settings(history_size=100, history_max_bytes=1024**2))
+    for index in range(2000):  # a few KB each: the byte bound is reached before the record bound
+        runtime.cache.upsert(ResourceKind.CONFIG, {"ID": "c", "Version": {"Index": index},
+                                                   "Spec": {"Name": "c", "Data": "x" * 2000}})
+    assert runtime.cache.history.bytes <= 1024**2
+    assert len(runtime.cache.history) < 100

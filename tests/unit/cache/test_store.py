@@ -103,14 +103,14 @@ def test_listeners_receive_each_batch_and_can_unsubscribe() -> None:
 def test_replace_all_on_an_empty_cache_creates_everything_and_marks_synced(objects) -> None:  # type: ignore[no-untyped-def]
     cache = Cache()
     assert not cache.freshness.synced
-    changes = cache.replace_all(objects, 0.25)
+    changes = cache.replace_all(objects, cache.write_token(), 0.25)
     engine_objects = sum(len(raws) for raws in objects.values())
     creates = [c for c in changes if c.kind is not K.STACK]
     assert len(creates) == engine_objects
     assert {c.action for c in creates} == {Action.CREATE}
     assert (K.STACK, Action.CREATE, "shop") in summary(changes)
     fresh = cache.freshness
-    assert fresh.synced and fresh.connected
+    assert fresh.synced and not fresh.connected  # only the event stream makes the cache live
     assert fresh.last_sync is not None and fresh.last_contact is not None
     assert fresh.last_sync_duration == 0.25
     for kind, raws in objects.items():
@@ -157,15 +157,15 @@ def test_replace_all_swaps_the_whole_state_and_drops_derived_stacks(synced_cache
     assert synced_cache.services_using(K.CONFIG, o.CFG_SHOP) == []
 
 
-def test_replace_kind_reconciles_one_kind_only(synced_cache: Cache) -> None:
+def test_apply_listing_reconciles_one_kind_only(synced_cache: Cache) -> None:
     tasks = [o.task(o.TASK_WEB_1, o.SVC_WEB, o.NODE_MANAGER, state="failed", version=31),
              o.task("newtask", o.SVC_WEB, o.NODE_WORKER, slot=3)]
-    changes = synced_cache.replace_kind(K.TASK, tasks)
-    assert {(c.action, c.id) for c in changes} == {
+    changes = synced_cache.apply_listing(K.TASK, tasks, synced_cache.write_token()) or []
+    assert {(c.action, c.id) for c in changes if c.action is not Action.REF_CHANGED} == {
         (Action.UPDATE, o.TASK_WEB_1), (Action.CREATE, "newtask"),
         *((Action.REMOVE, t) for t in (o.TASK_WEB_2, o.TASK_DB_1, o.TASK_DB_OLD, o.TASK_MON_MANAGER,
                                        o.TASK_MON_WORKER, o.TASK_MON_DOWN))}
-    assert {c.kind for c in changes} == {K.TASK}
+    assert {c.kind for c in changes if c.action is not Action.REF_CHANGED} == {K.TASK}
     assert synced_cache.count(K.SERVICE) == 3
 
 
@@ -262,9 +262,13 @@ def test_unlabelled_objects_do_not_join_a_stack(synced_cache: Cache) -> None:
     assert synced_cache.count(K.STACK) == 1
 
 
-def test_a_service_update_that_keeps_membership_does_not_touch_the_stack(synced_cache: Cache) -> None:
+def test_a_service_update_that_keeps_membership_does_not_update_the_stack(synced_cache: Cache) -> None:
     changes = synced_cache.upsert(K.SERVICE, o.service(o.SVC_DB, "shop_db", stack="shop", version=99))
-    assert summary(changes) == {(K.SERVICE, Action.UPDATE, o.SVC_DB)}
+    # The stack's own object (its member lists) is unchanged; its detail embeds the service, hence the ref
+    # (the new spec also stops using the secret and the network, whose details list the service).
+    assert summary(changes) == {(K.SERVICE, Action.UPDATE, o.SVC_DB), (K.STACK, Action.REF_CHANGED, "shop"),
+                                (K.SECRET, Action.REF_CHANGED, o.SEC_SHOP),
+                                (K.NETWORK, Action.REF_CHANGED, o.NET_SHOP)}
 
 
 def test_a_stack_disappears_with_its_last_service(synced_cache: Cache) -> None:
@@ -298,8 +302,9 @@ def test_relabelling_a_service_moves_it_between_stacks() -> None:
 
 def test_stack_changes_follow_their_cause_in_sequence(synced_cache: Cache) -> None:
     changes = synced_cache.remove(K.SERVICE, o.SVC_DB)
-    assert [c.kind for c in changes] == [K.SERVICE, K.STACK]
+    assert [(c.kind, c.action) for c in changes][:2] == [(K.SERVICE, Action.REMOVE), (K.STACK, Action.UPDATE)]
     assert changes[1].seq == changes[0].seq + 1
+    assert {c.action for c in changes[2:]} == {Action.REF_CHANGED}
 
 
 def test_stack_members_lists_member_entries(synced_cache: Cache) -> None:
