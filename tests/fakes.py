@@ -4,7 +4,7 @@ integration test against the real engine)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import gevent.queue
@@ -12,6 +12,9 @@ import gevent.queue
 from app.resources import ENGINE_KINDS, ResourceKind
 
 Raw = dict[str, Any]
+# Called with ("list" | "inspect", kind, object id or None) after an answer is read and before it is
+# returned: a test can block there to make the answer late (it is already decided, as on a real engine).
+Hook = Callable[[str, ResourceKind, str | None], None]
 
 
 class FakeStream:
@@ -39,6 +42,7 @@ class FakeEngine:
                 self.objects[kind][self.key(kind, raw)] = raw
         self.streams: list[FakeStream] = []
         self.available = True
+        self.hook: Hook | None = None
 
     @staticmethod
     def key(kind: ResourceKind, raw: Raw) -> str:
@@ -53,12 +57,18 @@ class FakeEngine:
 
     def list(self, kind: ResourceKind) -> list[Raw]:
         self._check()
-        return [copy.deepcopy(raw) for raw in self.objects[kind].values()]
+        answer = [copy.deepcopy(raw) for raw in self.objects[kind].values()]
+        if self.hook is not None:
+            self.hook("list", kind, None)
+        return answer
 
     def inspect(self, kind: ResourceKind, object_id: str) -> Raw | None:
         self._check()
         raw = self.objects[kind].get(object_id)
-        return copy.deepcopy(raw) if raw is not None else None
+        answer = copy.deepcopy(raw) if raw is not None else None
+        if self.hook is not None:
+            self.hook("inspect", kind, object_id)
+        return answer
 
     def events(self, since: float | None = None) -> FakeStream:
         self._check()

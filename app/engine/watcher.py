@@ -1,12 +1,24 @@
 """The watcher: keeps the cache coherent with the engine. The only writer of the cache.
 
-Greenlets (all owned here, all stopped by ``stop``):
-- ``_follow``: opens the event stream, runs a full sync, then reads events; any failure marks the cache
-  disconnected and retries with exponential backoff, resyncing on reconnect.
-- ``_flush``: coalesces events per object over a short window and re-inspects them through a small pool.
+Greenlets (all owned here, all supervised: an exception is logged with its traceback and the loop
+restarts after a backoff, so nothing kills the watcher; all stopped by ``stop``):
+- ``_follow``: owns the connection. Opens the event stream, starts ``_read`` on it at once, runs a full
+  sync, then waits for the stream to end; any failure marks the cache disconnected and retries with
+  exponential backoff, resyncing on reconnect.
+- ``_read`` (one per open stream): only moves messages from the stream into a bounded buffer, so a full
+  sync or a slow request never stops the reading. On overflow the buffer is dropped and a full sync is due.
+- ``_process``: takes events from the buffer and marks the objects to re-inspect.
+- ``_flush``: coalesces marks per object over a short window and re-inspects them through a small pool,
+  one inspect in flight per object (marked again meanwhile: inspected again after); a failed inspect is
+  retried with backoff a bounded number of times, then left to the next resync.
 - ``_reconcile_tasks``: lists ``/tasks`` shortly after service/node/container events and on a timer,
   because the engine emits no task events.
-- ``_resync``: a periodic full sync as a safety net.
+- ``_resync``: a periodic full sync as a safety net; changes it finds that no event explained mean the
+  stream went silent, so the stream is reopened.
+
+Every engine answer is stored with the cache token taken before the call (``Cache.write_token``): the cache
+refuses answers older than what it holds, so late or reordered answers never move it backwards. Full syncs
+are serialised by a lock.
 """
 
 from __future__ import annotations
@@ -18,9 +30,12 @@ from dataclasses import dataclass
 
 import gevent
 import gevent.event
+import gevent.lock
 import gevent.pool
+import gevent.queue
 
-from app.cache.store import Cache
+from app.cache.history import Action, Change
+from app.cache.store import Cache, InspectOutcome
 from app.engine.client import EngineClient, EngineUnavailable, EventStream
 from app.engine.events import interpret
 from app.resources import ENGINE_KINDS, ResourceKind
@@ -28,6 +43,10 @@ from app.resources import ENGINE_KINDS, ResourceKind
 log = logging.getLogger(__name__)
 
 Key = tuple[ResourceKind, str]
+Message = dict[str, object]
+# Kinds whose changes the event stream announces: a sync that changes one unannounced means a silent stream.
+# Tasks are excluded: the engine emits no task events, their changes are found by listing.
+_EVENT_KINDS = frozenset(kind for kind in ENGINE_KINDS if kind is not ResourceKind.TASK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +58,8 @@ class WatcherSettings:
     resync_interval: float = 300.0
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
+    event_buffer: int = 10_000      # events read but not yet processed; overflow drops them and resyncs
+    inspect_attempts: int = 5       # tries of one inspect before it is left to the next resync
 
 
 @dataclass(slots=True)
@@ -48,6 +69,12 @@ class WatcherStats:
     last_sync_duration: float | None = None
     last_event_lag: float | None = None   # seconds between the engine's event time and its receipt
     reconnects: int = 0
+    buffer_overflows: int = 0
+    silent_streams: int = 0               # resyncs that found unannounced changes and reopened the stream
+    inspect_retries: int = 0
+    inspects_abandoned: int = 0
+    stale_answers: int = 0                # engine answers the cache refused as older than what it holds
+    loop_restarts: int = 0
 
 
 class Watcher:
@@ -58,28 +85,41 @@ class Watcher:
         self._cache = cache
         self._settings = settings or WatcherSettings()
         self.stats = WatcherStats()
+        self._events: gevent.queue.Queue[Message] = gevent.queue.Queue(self._settings.event_buffer)
         self._pending: set[Key] = set()
         self._pending_ready = gevent.event.Event()
+        self._in_flight: set[Key] = set()
+        self._marked_in_flight: set[Key] = set()
+        self._failures: dict[Key, int] = {}
+        self._touched: set[Key] = set()   # objects events or inspects touched since the last sync began
         self._tasks_due = gevent.event.Event()
+        self._sync_due = gevent.event.Event()
+        self._sync_lock = gevent.lock.BoundedSemaphore(1)
         self._stopping = gevent.event.Event()
         self._stream: EventStream | None = None
-        self._syncing = False
-        self._seen_during_sync: set[Key] = set()
+        self._reading = False
         self._pool = gevent.pool.Pool(self._settings.inspectors)
+        self._timers = gevent.pool.Group()
         self._greenlets: list[gevent.Greenlet] = []
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        self._greenlets = [gevent.spawn(loop) for loop in
-                           (self._follow, self._flush, self._reconcile_tasks, self._resync)]
+        loops: tuple[tuple[str, Callable[[], None]], ...] = (
+            ("follow", self._follow), ("process", self._process), ("flush", self._flush),
+            ("tasks", self._reconcile_tasks), ("resync", self._resync))
+        self._greenlets = [gevent.spawn(self._supervise, name, loop) for name, loop in loops]
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stopping.set()
         self._close_stream()
         self._pending_ready.set()
         self._tasks_due.set()
+        self._sync_due.set()
+        if not self._events.full():
+            self._events.put_nowait({})  # wakes _process
         gevent.joinall(self._greenlets, timeout=timeout)
         gevent.killall([g for g in self._greenlets if not g.dead], timeout=1.0)
+        self._timers.kill(timeout=1.0)
         self._pool.kill(timeout=1.0)
         if self._client is not None:
             self._client.close()
@@ -91,44 +131,102 @@ class Watcher:
             self._client = self._connect()
         return self._client
 
-    # ------------------------------------------------------------------ event stream + full sync
-    def _follow(self) -> None:
+    def _supervise(self, name: str, loop: Callable[[], None]) -> None:
+        """Run ``loop`` until stop; an exception is logged with its traceback and the loop restarts."""
         backoff = self._settings.backoff_initial
         while not self._stopping.is_set():
+            started = time.monotonic()
             try:
-                self._stream = self.client.events()
+                loop()
+            except Exception:
+                if self._stopping.is_set():
+                    break
+                if time.monotonic() - started > self._settings.backoff_max:
+                    backoff = self._settings.backoff_initial  # it ran fine for a while: not a crash loop
+                self.stats.loop_restarts += 1
+                log.error("watcher loop failed; restarting", exc_info=True,
+                          extra={"loop": name, "restart_in_s": backoff})
+                self._stopping.wait(backoff)
+                backoff = min(backoff * 2, self._settings.backoff_max)
+
+    # ------------------------------------------------------------------ event stream + full sync
+    def _follow(self) -> None:
+        backoff, was_live = self._settings.backoff_initial, False
+        while not self._stopping.is_set():
+            ended = gevent.event.Event()
+            reader: gevent.Greenlet | None = None
+            try:
+                stream = self._stream = self.client.events()
+                reader = gevent.spawn(self._read, stream, ended)
                 self.full_sync()
+                if not ended.is_set():
+                    self._cache.set_stream_connected(True)
+                    self._reading = was_live = True
                 backoff = self._settings.backoff_initial
-                for message in self._stream:
-                    self._on_event(message)
+                ended.wait()
                 if not self._stopping.is_set():
                     raise EngineUnavailable("event stream ended")
             except Exception as exc:  # the loop must survive anything; the cache is marked stale
                 if self._stopping.is_set():
                     break
-                self._lost(exc, backoff)
+                self._lost(exc, backoff, was_live)
+                was_live = False
                 self._stopping.wait(backoff)
                 backoff = min(backoff * 2, self._settings.backoff_max)
             finally:
+                self._reading = False
+                self._cache.set_stream_connected(False)
                 self._close_stream()
+                if reader is not None:
+                    reader.kill(timeout=1.0)
 
-    def full_sync(self) -> None:
-        """List every kind and swap the result in; events seen meanwhile are re-inspected after."""
-        started = time.monotonic()
-        self._syncing, self._seen_during_sync = True, set()
+    def _read(self, stream: EventStream, ended: gevent.event.Event) -> None:
+        """Move messages from the stream into the buffer, and nothing else, so that reading never waits."""
         try:
-            snapshot = {kind: self.client.list(kind) for kind in ENGINE_KINDS}
+            for message in stream:
+                try:
+                    self._events.put_nowait(message)
+                except gevent.queue.Full:
+                    self._overflow()
+        except Exception as exc:
+            if not self._stopping.is_set():
+                log.info("event stream failed", extra={"error": str(exc)})
         finally:
-            self._syncing = False
-        duration = time.monotonic() - started
-        changes = self._cache.replace_all(snapshot, duration)
-        self.stats.full_syncs += 1
-        self.stats.last_sync_duration = duration
-        self._queue(self._seen_during_sync)
-        log.info("full sync", extra={"duration_ms": round(duration * 1000, 1), "changes": len(changes),
-                                     "counts": {k.value: len(v) for k, v in snapshot.items()}})
+            self._reading = False
+            self._cache.set_stream_connected(False)
+            ended.set()
 
-    def _on_event(self, message: dict[str, object]) -> None:
+    def _overflow(self) -> None:
+        dropped = self._events.qsize() + 1
+        while not self._events.empty():
+            self._events.get_nowait()
+        self.stats.buffer_overflows += 1
+        self._sync_due.set()
+        log.warning("event buffer overflowed; events dropped, full sync scheduled",
+                    extra={"dropped": dropped, "capacity": self._settings.event_buffer})
+
+    def full_sync(self) -> list[Change]:
+        """List every kind and apply the result; one sync at a time. The cache refuses the parts of it that
+        answers taken after its start have overtaken, so events seen meanwhile are simply inspected."""
+        with self._sync_lock:
+            started = time.monotonic()
+            token = self._cache.write_token()
+            snapshot = {kind: self.client.list(kind) for kind in ENGINE_KINDS}
+            duration = time.monotonic() - started
+            changes = self._cache.replace_all(snapshot, token, duration)
+            self.stats.full_syncs += 1
+            self.stats.last_sync_duration = duration
+            log.info("full sync", extra={"duration_ms": round(duration * 1000, 1), "changes": len(changes),
+                                         "counts": {k.value: len(v) for k, v in snapshot.items()}})
+            return changes
+
+    def _process(self) -> None:
+        while not self._stopping.is_set():
+            message = self._events.get()
+            if message and not self._stopping.is_set():
+                self._on_event(message)
+
+    def _on_event(self, message: Message) -> None:
         self.stats.events_received += 1
         self._cache.mark_contact()
         time_nano = message.get("timeNano")
@@ -136,15 +234,15 @@ class Watcher:
             self.stats.last_event_lag = max(0.0, time.time() - time_nano / 1e9)
         refresh = interpret(message)
         if refresh.target is not None:
+            self._touched.add(refresh.target)
             self._queue({refresh.target})
         if refresh.tasks:
             self._tasks_due.set()
 
-    def _lost(self, exc: Exception, backoff: float) -> None:
-        was_connected = self._cache.freshness.connected
+    def _lost(self, exc: Exception, backoff: float, was_live: bool) -> None:
         self._cache.mark_disconnected()
         self.stats.reconnects += 1
-        if was_connected:
+        if was_live:
             log.warning("engine connection lost; serving cached state as stale",
                         extra={"error": str(exc), "retry_in_s": backoff})
         else:
@@ -162,8 +260,6 @@ class Watcher:
     def _queue(self, keys: set[Key]) -> None:
         if not keys:
             return
-        if self._syncing:
-            self._seen_during_sync |= keys
         self._pending |= keys
         self._pending_ready.set()
 
@@ -174,22 +270,55 @@ class Watcher:
             self._pending_ready.clear()
             batch, self._pending = self._pending, set()
             for key in batch:
+                if key in self._in_flight:
+                    self._marked_in_flight.add(key)  # inspected again once the current answer is in
+                    continue
+                self._in_flight.add(key)
                 self._pool.spawn(self._inspect, key)
 
     def _inspect(self, key: Key) -> None:
         kind, object_id = key
         try:
-            raw = self.client.inspect(kind, object_id)
-        except EngineUnavailable:
-            return  # the event loop notices the loss and resyncs
-        except Exception:
-            log.exception("inspect failed", extra={"kind": kind.value, "id": object_id})
+            token = self._cache.write_token()
+            try:
+                raw = self.client.inspect(kind, object_id)
+            except Exception as exc:
+                self._retry(key, exc)
+                return
+            self._cache.mark_contact()
+            self._touched.add(key)
+            outcome = self._cache.apply_inspect(kind, object_id, raw, token)
+            if outcome is InspectOutcome.STALE:
+                # Something newer was stored meanwhile: read the truth again rather than trust either.
+                self.stats.stale_answers += 1
+                self._retry(key, None)
+            else:
+                self._failures.pop(key, None)
+        finally:
+            self._in_flight.discard(key)
+            if key in self._marked_in_flight:
+                self._marked_in_flight.discard(key)
+                self._queue({key})
+
+    def _retry(self, key: Key, exc: Exception | None) -> None:
+        """Inspect ``key`` again after a backoff; after a bounded number of tries leave it to the resync."""
+        attempts = self._failures.get(key, 0) + 1
+        kind, object_id = key
+        if attempts >= self._settings.inspect_attempts:
+            self._failures.pop(key, None)
+            self.stats.inspects_abandoned += 1
+            log.warning("inspect abandoned until the next resync",
+                        extra={"kind": kind.value, "id": object_id, "attempts": attempts,
+                               "error": None if exc is None else str(exc)})
             return
-        self._cache.mark_contact()
-        if raw is None:
-            self._cache.remove(kind, object_id)
-        else:
-            self._cache.upsert(kind, raw)
+        self._failures[key] = attempts
+        self.stats.inspect_retries += 1
+        delay = 0.0 if exc is None else min(self._settings.backoff_initial * 2 ** (attempts - 1),
+                                             self._settings.backoff_max)
+        if exc is not None and not isinstance(exc, EngineUnavailable):
+            log.warning("inspect failed", exc_info=exc,
+                        extra={"kind": kind.value, "id": object_id, "retry_in_s": delay})
+        self._timers.add(gevent.spawn_later(delay, self._queue, {key}))
 
     # ------------------------------------------------------------------ tasks and the safety net
     def _reconcile_tasks(self) -> None:
@@ -203,9 +332,10 @@ class Watcher:
             if gap > 0:
                 self._stopping.wait(gap)
             self._tasks_due.clear()
-            if self._stopping.is_set() or not self._cache.freshness.synced or self._stream is None:
+            if self._stopping.is_set() or not self._cache.freshness.synced or not self._reading:
                 continue
             started = time.monotonic()
+            token = self._cache.write_token()
             try:
                 tasks = self.client.list(ResourceKind.TASK)
             except Exception as exc:
@@ -213,15 +343,35 @@ class Watcher:
                 self._close_stream()  # wakes the event loop, which owns reconnecting
                 continue
             self._cache.mark_contact()
-            self._cache.replace_kind(ResourceKind.TASK, tasks)
+            if self._cache.apply_listing(ResourceKind.TASK, tasks, token) is None:
+                log.debug("task listing overtaken by a newer one; dropped")
             last_listed = time.monotonic()
             listing_cost = last_listed - started
 
     def _resync(self) -> None:
-        while not self._stopping.wait(self._settings.resync_interval):
-            if self._stream is None:
+        while not self._stopping.is_set():
+            overflowed = self._sync_due.wait(self._settings.resync_interval)
+            self._sync_due.clear()
+            if self._stopping.is_set() or not self._reading:
                 continue
+            explained, self._touched = self._touched, set()
             try:
-                self.full_sync()
+                changes = self.full_sync()
             except Exception as exc:
                 log.warning("periodic resync failed", extra={"error": str(exc)})
+                self._touched |= explained
+                continue
+            explained |= self._touched
+            if not overflowed:
+                self._check_silence(changes, explained)
+
+    def _check_silence(self, changes: list[Change], explained: set[Key]) -> None:
+        """A periodic sync that changed objects no event announced: the stream is connected but silent."""
+        unexplained = sorted({(c.kind.value, c.id) for c in changes
+                              if c.kind in _EVENT_KINDS and c.action is not Action.REF_CHANGED
+                              and (c.kind, c.id) not in explained})
+        if unexplained and self._reading:
+            self.stats.silent_streams += 1
+            log.warning("resync found changes no event announced; reopening the event stream",
+                        extra={"unexplained": unexplained[:20], "count": len(unexplained)})
+            self._close_stream()
