@@ -85,3 +85,82 @@ class FakeEngine:
     def close(self) -> None:
         for stream in self.streams:
             stream.close()
+
+
+class DelayedStream:
+    """An event stream that, on a seeded schedule, goes silent for a while: the events of that window are
+    lost, as when a connection stalls on a live engine (only a resync can find what they announced)."""
+
+    def __init__(self, inner: Any, engine: DelayedEngine) -> None:
+        self._inner, self._engine = inner, engine
+
+    def __iter__(self) -> Iterator[Raw]:
+        for message in self._inner:
+            if self._engine.silent():
+                self._engine.counts["events dropped"] += 1
+                continue
+            yield message
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class DelayedEngine:
+    """Wraps any EngineClient and makes its answers late on a seeded schedule, the answer being read first
+    (as an engine decides it) and delivered after the delay: slow inspects, slow listings, task listings
+    held until a newer task listing has been delivered (reordered), and an event stream that goes silent.
+    ``scale`` multiplies every delay (milliseconds for FakeEngine, tenths of seconds for the lab engine)."""
+
+    def __init__(self, inner: Any, seed: int, scale: float = 1.0, silence_every: float = 20.0,
+                 silence_for: float = 1.5) -> None:
+        import random
+        import time
+
+        self._inner, self._rng, self._scale = inner, random.Random(seed), scale
+        self._clock = time.monotonic
+        self._silence_every, self._silence_for = silence_every, silence_for
+        self._silent_until = 0.0
+        self._next_silence = self._clock() + self._rng.uniform(0.5, 1.5) * silence_every
+        self._task_listings = 0   # task listings delivered so far
+        self.counts: dict[str, int] = {"slow inspects": 0, "slow listings": 0, "held task listings": 0,
+                                       "events dropped": 0, "silences": 0}
+
+    def _delay(self, up_to: float) -> None:
+        gevent.sleep(self._rng.uniform(0, up_to) * self._scale)
+
+    def silent(self) -> bool:
+        now = self._clock()
+        if now >= self._next_silence:
+            self._silent_until = now + self._silence_for
+            self._next_silence = now + self._rng.uniform(0.5, 1.5) * self._silence_every
+            self.counts["silences"] += 1
+        return now < self._silent_until
+
+    def list(self, kind: ResourceKind) -> list[Raw]:
+        answer: list[Raw] = self._inner.list(kind)
+        roll = self._rng.random()
+        if kind is ResourceKind.TASK and roll < 0.15:
+            # Deliver after a newer task listing (the reconciliation's next one), or after a bound.
+            self.counts["held task listings"] += 1
+            delivered, deadline = self._task_listings, self._clock() + 3.0 * self._scale
+            while self._task_listings == delivered and self._clock() < deadline:
+                gevent.sleep(0.01 * self._scale)
+        elif roll < 0.4:
+            self.counts["slow listings"] += 1
+            self._delay(1.0)
+        if kind is ResourceKind.TASK:
+            self._task_listings += 1
+        return answer
+
+    def inspect(self, kind: ResourceKind, object_id: str) -> Raw | None:
+        answer: Raw | None = self._inner.inspect(kind, object_id)
+        if self._rng.random() < 0.3:
+            self.counts["slow inspects"] += 1
+            self._delay(1.0)
+        return answer
+
+    def events(self, since: float | None = None) -> DelayedStream:
+        return DelayedStream(self._inner.events(since), self)
+
+    def close(self) -> None:
+        self._inner.close()
