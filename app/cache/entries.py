@@ -189,14 +189,16 @@ def build_entry(kind: ResourceKind, raw: Raw) -> Entry:
 def raw_identity(kind: ResourceKind, raw: Raw) -> tuple[str, int | None]:
     """(path id, Version.Index) of a raw object without deriving the rest: lets a resync skip
     rebuilding entries the engine reports unchanged."""
+    # Runs for every object of every listing (10,000 tasks per poll): plain dict lookups, no ABC checks.
     if kind is ResourceKind.VOLUME:
-        object_id = _text(raw.get("Name"))
+        object_id = raw.get("Name")
     elif kind is ResourceKind.NETWORK:
-        object_id = _text(raw.get("Id") or raw.get("ID"))
+        object_id = raw.get("Id") or raw.get("ID")
     else:
-        object_id = _text(raw.get("ID"))
-    version = _dig(raw, "Version", "Index")
-    return object_id, version if isinstance(version, int) else None
+        object_id = raw.get("ID")
+    version = raw.get("Version")
+    index = version.get("Index") if isinstance(version, dict) else None
+    return object_id if isinstance(object_id, str) else "", index if type(index) is int else None
 
 
 def labels_of(entry: Entry) -> Mapping[str, Any]:

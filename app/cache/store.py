@@ -32,6 +32,7 @@ from enum import Enum
 
 from app.cache.entries import Entry, Raw, build_entry, is_same, raw_identity, service_references, stack_of
 from app.cache.history import DEFAULT_MAX_BYTES, Action, Change, History
+from app.cache.listings import Listing, prepare_listing
 from app.cache.refs import affected
 from app.cache.tombstones import Tombstones
 from app.resources import ENGINE_KINDS, ResourceKind
@@ -66,6 +67,7 @@ class Cache:
     def __init__(self, history_capacity: int = 10_000, history_max_bytes: int = DEFAULT_MAX_BYTES,
                  tombstones: Tombstones | None = None) -> None:
         self._entries: dict[ResourceKind, dict[str, Entry]] = {kind: {} for kind in ResourceKind}
+        self._versions: dict[ResourceKind, dict[str, int | None]] = {kind: {} for kind in ResourceKind}
         self._lists: dict[ResourceKind, list[Entry] | None] = dict.fromkeys(ResourceKind)
         self._sorted: dict[tuple[ResourceKind, str], list[Entry]] = {}
         self._tasks_by_service: dict[str, set[str]] = defaultdict(set)
@@ -187,22 +189,25 @@ class Cache:
         changes = self._commit(self._put(judged))
         return InspectOutcome.APPLIED if changes else InspectOutcome.UNCHANGED
 
-    def apply_listing(self, kind: ResourceKind, raws: Iterable[Raw], token: int,
+    def apply_listing(self, kind: ResourceKind, raws: Iterable[Raw] | Listing, token: int,
                       service_id: str | None = None) -> list[Change] | None:
         """Reconcile a listing of a whole kind, or (tasks only) of one service's tasks, with the cache.
 
-        Returns the changes, or None when a newer listing of the same scope was already applied.
+        ``raws`` may be a ``Listing`` prepared off the hub (``app.cache.listings``), which makes an
+        unchanged listing cost a dict comparison. Returns the changes, or None when a newer listing of the
+        same scope was already applied.
         """
         if service_id is not None and kind is not ResourceKind.TASK:
             raise ValueError("only task listings can be scoped to a service")
+        listing = self._prepared(kind, raws, service_id)
         if token < self._listing_token(kind, service_id):
             return None
         self._tombstones.prune()
-        changes = self._reconcile(kind, raws, token, service_id)
+        changes = self._reconcile(listing, token)
         self._note_listing(kind, service_id, token)
         return self._commit(changes)
 
-    def replace_all(self, snapshot: Mapping[ResourceKind, Iterable[Raw]], token: int | None = None,
+    def replace_all(self, snapshot: Mapping[ResourceKind, Iterable[Raw] | Listing], token: int | None = None,
                     duration: float | None = None) -> list[Change]:
         """Apply a full listing of every engine kind (a kind missing from ``snapshot`` lists as empty) with
         the per-object rules of ``apply_listing``; a kind whose applied listing is newer is skipped.
@@ -212,7 +217,7 @@ class Cache:
         changes: list[Change] = []
         for kind in ENGINE_KINDS:
             if token >= self._listing_token(kind, None):
-                changes += self._reconcile(kind, snapshot.get(kind, ()), token, None)
+                changes += self._reconcile(self._prepared(kind, snapshot.get(kind, ()), None), token)
                 self._note_listing(kind, None, token)
         self._synced = True
         self._last_sync = self._last_contact = time.time()
@@ -226,10 +231,6 @@ class Cache:
 
     def remove(self, kind: ResourceKind, object_id: str) -> list[Change]:
         return self._commit(self._delete(kind, object_id))
-
-    def replace_kind(self, kind: ResourceKind, raws: Iterable[Raw]) -> list[Change]:
-        """Transitional, until the watcher takes tokens: a listing of a whole kind taken just now."""
-        return self.apply_listing(kind, raws, self.write_token()) or []
 
     # ------------------------------------------------------------------ judging answers
     def _judge(self, kind: ResourceKind, raw: Raw, token: int) -> Entry | InspectOutcome:
@@ -265,26 +266,38 @@ class Cache:
             for scope in [s for s, t in self._listed.items() if s[0] is kind and s[1] is not None and t <= token]:
                 del self._listed[scope]
 
-    def _reconcile(self, kind: ResourceKind, raws: Iterable[Raw], token: int, service_id: str | None
-                   ) -> list[Change]:
-        """The changes that make a scope agree with a listing under the per-object rules. Objects whose
-        Version.Index is unchanged (most tasks on most polls) are skipped without deriving anything."""
+    @staticmethod
+    def _prepared(kind: ResourceKind, raws: Iterable[Raw] | Listing, service_id: str | None) -> Listing:
+        if not isinstance(raws, Listing):
+            return prepare_listing(kind, raws, service_id)
+        if raws.kind is not kind or raws.service_id != service_id:
+            raise ValueError(f"a listing of {raws.kind.value} ({raws.service_id}) applied as {kind.value} "
+                             f"({service_id})")
+        return raws
+
+    def _reconcile(self, listing: Listing, token: int) -> list[Change]:
+        """The changes that make a scope agree with a listing under the per-object rules.
+
+        Objects whose Version.Index is unchanged (most tasks on most polls) are found by comparing the
+        listing's id → version map with the cache's in C, so only the objects that differ are walked;
+        objects without a version are compared by content, one by one (networks and volumes: few)."""
+        kind = listing.kind
         table = self._entries[kind]
-        seen: set[str] = set()
+        known = self._versions[kind]
+        if listing.service_id is not None:
+            known = {i: known[i] for i in self._tasks_by_service.get(listing.service_id, ())}
+        if listing.versioned:
+            if listing.versions == known:
+                return []
+            differing = {object_id for object_id, _ in listing.versions.items() - known.items()}
+        else:
+            differing = set(listing.versions)
         fresh: list[Entry] = []
-        for raw in raws:
-            if service_id is not None and raw.get("ServiceID") != service_id:
-                continue  # outside the scope
-            object_id, version = raw_identity(kind, raw)
-            seen.add(object_id)
-            current = table.get(object_id)
-            if current is not None and version is not None and current.version == version:
-                continue
-            judged = self._judge(kind, raw, token)
+        for object_id in sorted(differing, key=listing.positions.__getitem__):  # engine order
+            judged = self._judge(kind, listing.raws[listing.positions[object_id]], token)
             if isinstance(judged, Entry):
                 fresh.append(judged)
-        scope = table.keys() if service_id is None else self._tasks_by_service.get(service_id, set())
-        gone = [i for i in scope if i not in seen and table[i].seq <= token]
+        gone = sorted(i for i in known.keys() - listing.versions.keys() if table[i].seq <= token)
         changes: list[Change] = []
         for object_id in gone:
             changes += self._delete(kind, object_id)
@@ -302,6 +315,7 @@ class Cache:
         if old is not None:
             self._unindex(old)
         table[entry.id] = entry
+        self._versions[entry.kind][entry.id] = entry.version
         self._invalidate(entry.kind)
         self._index(entry)
         action = Action.CREATE if old is None else Action.UPDATE
@@ -317,6 +331,7 @@ class Cache:
             return []
         self._before_write(old, None)
         del self._entries[kind][object_id]
+        del self._versions[kind][object_id]
         self._invalidate(kind)
         self._unindex(old)
         change = self.history.record(kind, Action.REMOVE, old.id, old.name, old.raw, None, old.size)
