@@ -1,27 +1,43 @@
-"""Coherence: a seeded random sequence of engine changes, then at every quiet point the cache must equal
-a fresh engine listing field by field.
+"""Coherence under injected delays: a seeded sequence of 1,000 engine changes while the watcher sees the
+lab engine through DelayedEngine (slow inspects, slow listings, task listings delivered after newer ones,
+an event stream that goes silent for a while). At every quiet point:
+- the cache equals a fresh engine listing field by field;
+- replaying the change records from the starting snapshot gives exactly the cache;
+- no Version.Index goes down within one object's records, and no removed object is re-created.
 
 Tasks keep changing on their own in the lab (a crashing service restarts), so each comparison retries
-with a fresh listing until one matches; swarm objects must match exactly.
+with a fresh listing until one matches; swarm objects must match exactly. ``SHOAL_COHERENCE_OPERATIONS``
+shortens the run while developing (the test command runs the full 1,000).
 """
 
 from __future__ import annotations
 
+import os
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import docker
 import pytest
 
+from app.cache.store import Cache
+from app.engine.client import DockerEngine
+from app.engine.watcher import Watcher, WatcherSettings
+from tests.coherence import Recorder
 from tests.conftest import wait_for
+from tests.fakes import DelayedEngine
 from tests.integration.engine_state import TEST_LABEL, differences, engine_listing, sleeper
 
 pytestmark = pytest.mark.integration
-OPERATIONS = 240
-QUIET_EVERY = 20
-SEED = 20261123
+OPERATIONS = int(os.environ.get("SHOAL_COHERENCE_OPERATIONS", "1000"))
+QUIET_EVERY = 50
+SEED = 20261124
+# Delays up to 0.3 s per answer, held task listings up to 0.9 s, 1 s of silence about every 3 s; the
+# periodic resync (2 s here) is what finds the changes a silence swallowed.
+DELAY_SCALE, SILENCE_EVERY, SILENCE_FOR = 0.3, 3.0, 1.0
+SETTINGS = WatcherSettings(coalesce_window=0.05, inspectors=4, task_poll_interval=0.5, task_debounce=0.05,
+                           resync_interval=2.0, backoff_initial=0.2, backoff_max=2.0)
 
 
 class Workload:
@@ -148,26 +164,48 @@ def _removed(obj: Any) -> bool:
     return True
 
 
-def test_cache_equals_engine_after_random_changes(live_app, engine, docker_host) -> None:
-    _, runtime = live_app
+@pytest.fixture
+def delayed(docker_host: str) -> Iterator[tuple[Watcher, Cache, DelayedEngine]]:
+    engine = DelayedEngine(DockerEngine(docker_host, "1.41"), SEED, scale=DELAY_SCALE,
+                           silence_every=SILENCE_EVERY, silence_for=SILENCE_FOR)
+    cache = Cache(history_capacity=10_000_000, history_max_bytes=1 << 34)
+    watcher = Watcher(lambda: engine, cache, SETTINGS)  # type: ignore[arg-type, return-value]
+    watcher.start()
+    try:
+        wait_for(lambda: cache.freshness.synced, 60, message="first full sync")
+        yield watcher, cache, engine
+    finally:
+        watcher.stop()
+
+
+def test_records_replay_exactly_under_injected_delays(delayed, engine, docker_host) -> None:
+    watcher, cache, delays = delayed
     client = docker.DockerClient(base_url=docker_host, version="1.41", timeout=30)
+    recorder = Recorder(cache)
     workload = Workload(client, random.Random(SEED))
     done: list[str] = []
     try:
         for index in range(1, OPERATIONS + 1):
             done.append(workload.step())
-            if index % QUIET_EVERY == 0:
+            if index % QUIET_EVERY == 0 or index == OPERATIONS:
                 last: list[str] = []
 
                 def coherent(last: list[str] = last) -> bool:
-                    last[:] = differences(runtime.cache, engine_listing(engine))
+                    last[:] = differences(cache, engine_listing(engine))
                     return not last
 
                 try:
-                    wait_for(coherent, 15, interval=0.25, message="cache equal to the engine")
+                    wait_for(coherent, 30, interval=0.25, message="cache equal to the engine")
                 except AssertionError:
                     pytest.fail(f"after {index} operations ({done[-QUIET_EVERY:]}), differences:\n"
                                 + "\n".join(last[:40]))
+                problems = recorder.problems(cache)
+                assert not problems, f"after {index} operations, the records:\n" + "\n".join(problems[:40])
     finally:
+        recorder.close()
         workload.cleanup()
     assert len(set(done)) >= 8, f"the random sequence did not exercise enough kinds: {set(done)}"
+    counts = delays.counts
+    assert all(counts[name] > 0 for name in ("slow inspects", "slow listings", "held task listings",
+                                             "silences")), counts
+    assert watcher.stats.full_syncs > 1

@@ -174,7 +174,6 @@ def test_records_replay_exactly_under_injected_delays(fake_engine: FakeEngine) -
         counts = delayed.counts
         assert all(counts[name] > 0 for name in ("slow inspects", "slow listings", "held task listings",
                                                  "events dropped", "silences")), counts
-        print(counts, watcher.stats)
         assert watcher.stats.silent_streams > 0
     finally:
         watcher.stop(timeout=2)
