@@ -4,9 +4,13 @@ integration test against the real engine)."""
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
+import gevent
+import gevent.event
 import gevent.queue
 
 from app.resources import ENGINE_KINDS, ResourceKind
@@ -15,6 +19,40 @@ Raw = dict[str, Any]
 # Called with ("list" | "inspect", kind, object id or None) after an answer is read and before it is
 # returned: a test can block there to make the answer late (it is already decided, as on a real engine).
 Hook = Callable[[str, ResourceKind, str | None], None]
+
+Match = Callable[[str, ResourceKind, str | None], bool]
+
+
+@dataclass
+class Holds:
+    """A Hook that blocks chosen engine answers (already read) until released, one call per ``hold``, and
+    counts the calls entered, returned and in flight per (operation, kind, id)."""
+
+    rules: list[tuple[Match, gevent.event.Event]] = field(default_factory=list)
+    entered: Counter[tuple[str, ResourceKind, str | None]] = field(default_factory=Counter)
+    returned: Counter[tuple[str, ResourceKind, str | None]] = field(default_factory=Counter)
+    in_flight: Counter[tuple[str, ResourceKind, str | None]] = field(default_factory=Counter)
+    max_in_flight: Counter[tuple[str, ResourceKind, str | None]] = field(default_factory=Counter)
+
+    def hold(self, match: Match) -> gevent.event.Event:
+        gate = gevent.event.Event()
+        self.rules.append((match, gate))
+        return gate
+
+    def __call__(self, op: str, kind: ResourceKind, object_id: str | None) -> None:
+        key = (op, kind, object_id)
+        self.entered[key] += 1
+        self.in_flight[key] += 1
+        self.max_in_flight[key] = max(self.max_in_flight[key], self.in_flight[key])
+        try:
+            for match, gate in list(self.rules):
+                if match(op, kind, object_id):
+                    self.rules.remove((match, gate))  # one call per rule
+                    gate.wait(5)
+                    break
+        finally:
+            self.in_flight[key] -= 1
+            self.returned[key] += 1
 
 
 class FakeStream:
@@ -161,6 +199,54 @@ class DelayedEngine:
 
     def events(self, since: float | None = None) -> DelayedStream:
         return DelayedStream(self._inner.events(since), self)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class HookedStream:
+    def __init__(self, inner: Any, engine: HookedEngine) -> None:
+        self._inner, self._engine = inner, engine
+
+    def __iter__(self) -> Iterator[Raw]:
+        for message in self._inner:
+            if not self._engine.muted:
+                yield message
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class HookedEngine:
+    """Wraps any EngineClient (the lab's DockerEngine): ``hook`` runs after each answer is read and before
+    it is returned; ``muted`` swallows events (a silent stream); ``refuse_events`` fails new streams."""
+
+    def __init__(self, inner: Any, hook: Hook) -> None:
+        self._inner, self.hook = inner, hook
+        self.muted = self.refuse_events = False
+        self.streams: list[HookedStream] = []
+
+    def list(self, kind: ResourceKind) -> list[Raw]:
+        answer: list[Raw] = self._inner.list(kind)
+        self.hook("list", kind, None)
+        return answer
+
+    def inspect(self, kind: ResourceKind, object_id: str) -> Raw | None:
+        answer: Raw | None = self._inner.inspect(kind, object_id)
+        self.hook("inspect", kind, object_id)
+        return answer
+
+    def events(self, since: float | None = None) -> HookedStream:
+        if self.refuse_events:
+            from app.engine.client import EngineUnavailable
+            raise EngineUnavailable("event stream refused by the test")
+        stream = HookedStream(self._inner.events(since), self)
+        self.streams.append(stream)
+        return stream
+
+    def close_streams(self) -> None:
+        for stream in self.streams:
+            stream.close()
 
     def close(self) -> None:
         self._inner.close()

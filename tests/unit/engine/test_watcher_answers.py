@@ -6,9 +6,8 @@ freshness rule (issue 8 §1)."""
 from __future__ import annotations
 
 import logging
-from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
+from dataclasses import replace
 
 import gevent
 import gevent.event
@@ -18,44 +17,12 @@ from app.cache.history import Action
 from app.engine.client import EngineUnavailable
 from app.engine.watcher import WatcherSettings
 from app.resources import ResourceKind
-from tests.fakes import FakeEngine
+from tests.fakes import FakeEngine, Holds
 from tests.unit import objects as o
 from tests.unit.engine.test_watcher import Running
 from tests.unit.support import FAST, wait_until
 
 K = ResourceKind
-
-
-@dataclass
-class Holds:
-    """Blocks chosen engine answers (already read) until released; counts calls in flight per key."""
-
-    rules: list[tuple[Callable[[str, ResourceKind, str | None], bool], gevent.event.Event]] = \
-        field(default_factory=list)
-    entered: Counter[tuple[str, ResourceKind, str | None]] = field(default_factory=Counter)
-    returned: Counter[tuple[str, ResourceKind, str | None]] = field(default_factory=Counter)
-    in_flight: Counter[tuple[str, ResourceKind, str | None]] = field(default_factory=Counter)
-    max_in_flight: Counter[tuple[str, ResourceKind, str | None]] = field(default_factory=Counter)
-
-    def hold(self, match: Callable[[str, ResourceKind, str | None], bool]) -> gevent.event.Event:
-        gate = gevent.event.Event()
-        self.rules.append((match, gate))
-        return gate
-
-    def __call__(self, op: str, kind: ResourceKind, object_id: str | None) -> None:
-        key = (op, kind, object_id)
-        self.entered[key] += 1
-        self.in_flight[key] += 1
-        self.max_in_flight[key] = max(self.max_in_flight[key], self.in_flight[key])
-        try:
-            for match, gate in list(self.rules):
-                if match(op, kind, object_id):
-                    self.rules.remove((match, gate))  # one call per rule
-                    gate.wait(5)
-                    break
-        finally:
-            self.in_flight[key] -= 1
-            self.returned[key] += 1
 
 
 def started(engine: FakeEngine, settings: WatcherSettings = FAST) -> Running:
