@@ -234,10 +234,15 @@ class Watcher:
             self.stats.last_event_lag = max(0.0, time.time() - time_nano / 1e9)
         refresh = interpret(message)
         if refresh.target is not None:
-            self._touched.add(refresh.target)
+            self._touch(refresh.target)
             self._queue({refresh.target})
         if refresh.tasks:
             self._tasks_due.set()
+
+    def _touch(self, key: Key) -> None:
+        """Note that an event or inspect explains a change to ``key`` (bounded by the number of objects)."""
+        if key[0] in _EVENT_KINDS:
+            self._touched.add(key)
 
     def _lost(self, exc: Exception, backoff: float, was_live: bool) -> None:
         self._cache.mark_disconnected()
@@ -286,7 +291,7 @@ class Watcher:
                 self._retry(key, exc)
                 return
             self._cache.mark_contact()
-            self._touched.add(key)
+            self._touch(key)
             outcome = self._cache.apply_inspect(kind, object_id, raw, token)
             if outcome is InspectOutcome.STALE:
                 # Something newer was stored meanwhile: read the truth again rather than trust either.

@@ -12,11 +12,12 @@ from typing import Any
 
 import docker
 import gevent
+import gevent.event
 import pytest
 
 from app.cache.history import Action, Change
 from app.cache.store import Cache
-from app.engine.client import DockerEngine
+from app.engine.client import DockerEngine, EngineUnavailable
 from app.engine.watcher import Watcher, WatcherSettings
 from app.resources import ResourceKind
 from tests.conftest import wait_for
@@ -151,6 +152,9 @@ def test_a_silent_stream_is_found_by_the_resync_and_reopened(watch, client,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     from dataclasses import replace
     w = watch(replace(SETTINGS, resync_interval=0.5))
+    syncs = w.watcher.stats.full_syncs
+    wait_for(lambda: w.watcher.stats.full_syncs >= syncs + 3, 10, message="quiet resyncs")
+    assert w.watcher.stats.silent_streams == 0  # the lab's own churn (a crashing service) is no false alarm
     streams = len(w.engine.streams)
     w.engine.muted = True
     config = new_config(client)
@@ -200,3 +204,42 @@ def test_a_failing_loop_is_logged_and_restarted(watch, client, caplog: pytest.Lo
     wait_for(lambda: w.cache.tasks_of_service(service.id), 10, message="tasks polled after the restart")
     assert w.watcher.stats.loop_restarts == 1
     assert any(r.message.startswith("watcher loop failed") and r.exc_info for r in caplog.records)
+
+
+def test_a_failed_inspect_is_retried_with_backoff(watch, client) -> None:
+    w = watch()
+    failures: list[str] = []
+    counting = w.engine.hook
+
+    def failing_configs(op: str, kind: ResourceKind, object_id: str | None) -> None:
+        counting(op, kind, object_id)
+        if op == "inspect" and kind is K.CONFIG and len(failures) < 2:
+            failures.append(str(object_id))
+            raise EngineUnavailable("injected")
+
+    w.engine.hook = failing_configs
+    config = new_config(client)
+    wait_for(lambda: w.cache.get(K.CONFIG, config.id), 5, message="the config after two failed inspects")
+    assert failures == [config.id, config.id] and w.watcher.stats.inspect_retries == 2
+
+
+def test_an_overflowing_event_buffer_is_dropped_and_resynced(watch, client,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    from dataclasses import replace
+    w = watch(replace(SETTINGS, event_buffer=2))
+    blocked, original = gevent.event.Event(), w.cache.mark_contact
+
+    def slow_contact() -> None:
+        blocked.wait(10)
+        original()
+
+    w.cache.mark_contact = slow_contact  # type: ignore[method-assign]
+    try:
+        syncs = w.watcher.stats.full_syncs
+        configs = [new_config(client) for _ in range(5)]
+        wait_for(lambda: w.watcher.stats.buffer_overflows >= 1, 5, message="the overflow")
+    finally:
+        blocked.set()
+    wait_for(lambda: w.watcher.stats.full_syncs > syncs, 5, message="the scheduled full sync")
+    wait_for(lambda: all(w.cache.get(K.CONFIG, c.id) for c in configs), 5, message="every config")
+    assert any(r.message.startswith("event buffer overflowed") for r in caplog.records)
