@@ -36,7 +36,7 @@ class Entry:
     updated: str               # timestamp text for Last-Modified ("" when the kind has none)
     version: int | None        # engine Version.Index, when the kind has one
     size: int = 0              # estimated bytes of memory ``raw`` holds (history byte bound)
-    seq: int = 0               # sequence number of the change that stored this entry (0: not stored yet)
+    written: int = 0           # the cache's logical time of the write that stored it (0: not stored yet)
 
 
 def _dig(raw: Mapping[str, Any], *path: str) -> Any:

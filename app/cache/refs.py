@@ -41,11 +41,12 @@ class Index(Protocol):
     def task_ids_of_node(self, node_id: str) -> Collection[str]: ...
 
 
-def task_view(task: Entry) -> tuple[object, ...]:
-    """What a service or node representation shows of one of its tasks."""
+def task_reference(task: Entry) -> tuple[object, ...]:
+    """What a service or node detail shows of one of its tasks (the task reference and the running count):
+    its state, desired state, and name ``<service>.<slot>`` (``<service>.<node id>`` without a slot)."""
     activation = task.activation
-    return (activation["state"], activation["desired_state"], activation["slot"], activation["node"],
-            activation["service"])
+    return (activation["state"], activation["desired_state"], activation["service"],
+            activation["slot"] or activation["node"])
 
 
 def affected(old: Entry | None, new: Entry | None, index: Index) -> list[Key]:
@@ -68,13 +69,13 @@ def affected(old: Entry | None, new: Entry | None, index: Index) -> list[Key]:
 
 
 def _task(old: Entry | None, new: Entry | None) -> list[Key]:
-    if old is not None and new is not None and task_view(old) == task_view(new):
-        return []  # e.g. only a timestamp or a message moved: no embedding shows it
     keys: list[Key] = []
-    for task in (old, new):
-        if task is not None:
-            keys.append((ResourceKind.SERVICE, str(task.activation["service"])))
-            keys.append((ResourceKind.NODE, str(task.activation["node"])))
+    for kind, field in ((ResourceKind.SERVICE, "service"), (ResourceKind.NODE, "node")):
+        # The task is listed by the service (node) it names; a change of that id moves it between two.
+        if old is not None and new is not None and old.activation[field] == new.activation[field] \
+                and task_reference(old) == task_reference(new):
+            continue  # e.g. only a timestamp or a message moved: no embedding shows it
+        keys += [(kind, str(task.activation[field])) for task in (old, new) if task is not None]
     return keys
 
 

@@ -5,10 +5,14 @@ Only the watcher writes here; blueprints only read. No method does I/O, so under
 completes before any reader runs.
 
 Engine answers arrive late and out of order (two inspects of one object, a slow listing overtaken by a
-faster one), so every watcher write carries a token, ``write_token()`` taken before the engine call: the
-sequence number of the last change the cache had recorded. Each entry keeps the sequence number of the
-write that stored it, and ``Tombstones`` keeps those of recent removals. With them an answer is judged per
-object (``apply_inspect``, ``apply_listing``, ``replace_all``):
+faster one), so every watcher write carries a token, ``write_token()`` taken before the engine call. Tokens
+and writes share one logical clock that every token and every write advances, so a write is "after" a
+token exactly when it happened after the call started, and two calls never share a token (with the change
+sequence number as the token, two calls started with no write between were unorderable, and a late answer
+could re-create an object whose NotFound had landed first). Each entry keeps the stamp of the write that
+stored it, and ``Tombstones`` keeps those of recent removals, and of NotFound answers for objects the cache
+did not hold. With them an answer is judged per object (``apply_inspect``, ``apply_listing``,
+``replace_all``):
 
 - an object whose engine ``Version.Index`` is older than the cached one never replaces it (equal: unchanged);
 - an object removed after the token is not re-created: a removal is never undone by a late answer;
@@ -78,6 +82,7 @@ class Cache:
         self.history = History(history_capacity, history_max_bytes)
         self._tombstones = tombstones if tombstones is not None else Tombstones()
         self._listed: dict[Scope, int] = {}          # scope → token of the newest listing applied to it
+        self._clock = 0                              # logical time of tokens and writes
         self._ref_times: dict[Key, float] = {}
         # Collected during one write, consumed by _commit.
         self._touched_stacks: set[str] = set()
@@ -168,8 +173,13 @@ class Cache:
 
     # ------------------------------------------------------------------ watcher writes
     def write_token(self) -> int:
-        """Take before an engine call and pass to the ``apply_*`` call that stores its answer."""
-        return self.history.last_seq
+        """Take before an engine call and pass to the ``apply_*`` call that stores its answer: a logical
+        time, later than every write so far and every earlier token."""
+        return self._tick()
+
+    def _tick(self) -> int:
+        self._clock += 1
+        return self._clock
 
     def apply_inspect(self, kind: ResourceKind, object_id: str, raw: Raw | None, token: int
                       ) -> InspectOutcome:
@@ -178,8 +188,9 @@ class Cache:
         if raw is None:
             current = self._entries[kind].get(object_id)
             if current is None:
+                self._note_absent(kind, object_id, token)
                 return InspectOutcome.UNCHANGED
-            if current.seq > token:
+            if current.written > token:
                 return InspectOutcome.STALE
             self._commit(self._delete(kind, object_id))
             return InspectOutcome.APPLIED
@@ -212,7 +223,7 @@ class Cache:
         """Apply a full listing of every engine kind (a kind missing from ``snapshot`` lists as empty) with
         the per-object rules of ``apply_listing``; a kind whose applied listing is newer is skipped.
         ``token`` None means "taken now": the snapshot is authoritative (tests, benchmarks)."""
-        token = self.write_token() if token is None else token
+        token = self._tick() if token is None else token
         self._tombstones.prune()
         changes: list[Change] = []
         for kind in ENGINE_KINDS:
@@ -245,10 +256,18 @@ class Cache:
             if version == current.version:
                 return InspectOutcome.UNCHANGED
             return build_entry(kind, raw)
-        if current.seq > token:
+        if current.written > token:
             return InspectOutcome.STALE
         entry = build_entry(kind, raw)
         return InspectOutcome.UNCHANGED if is_same(current, entry) else entry
+
+    def _note_absent(self, kind: ResourceKind, object_id: str, token: int) -> None:
+        """A NotFound for an object the cache does not hold: remember it like a removal, so an answer that
+        started earlier (it may have read the object before the engine removed it) cannot create it."""
+        key = (kind, object_id)
+        removed = self._tombstones.removed_at(key)
+        if removed is None or removed < token:
+            self._tombstones.add(key, self._tick())
 
     def _may_create(self, kind: ResourceKind, object_id: str, token: int) -> bool:
         removed = self._tombstones.removed_at((kind, object_id))
@@ -297,7 +316,7 @@ class Cache:
             judged = self._judge(kind, listing.raws[listing.positions[object_id]], token)
             if isinstance(judged, Entry):
                 fresh.append(judged)
-        gone = sorted(i for i in known.keys() - listing.versions.keys() if table[i].seq <= token)
+        gone = sorted(i for i in known.keys() - listing.versions.keys() if table[i].written <= token)
         changes: list[Change] = []
         for object_id in gone:
             changes += self._delete(kind, object_id)
@@ -321,7 +340,7 @@ class Cache:
         action = Action.CREATE if old is None else Action.UPDATE
         change = self.history.record(entry.kind, action, entry.id, entry.name, old.raw if old else None,
                                      entry.raw, (old.size if old else 0) + entry.size)
-        entry.seq = change.seq
+        entry.written = self._tick()
         self._tombstones.discard((entry.kind, entry.id))
         return [change]
 
@@ -336,18 +355,17 @@ class Cache:
         self._unindex(old)
         change = self.history.record(kind, Action.REMOVE, old.id, old.name, old.raw, None, old.size)
         if kind in ENGINE_KINDS:
-            self._tombstones.add((kind, object_id), change.seq)
+            self._tombstones.add((kind, object_id), self._tick())
         self._ref_times.pop((kind, object_id), None)
         return [change]
 
     def _before_write(self, old: Entry | None, new: Entry | None) -> None:
         """Note what the write will touch beyond the object itself: stacks to re-derive, objects whose
         representation embeds it, and (tasks) the service's running count before the write."""
-        entry = new if new is not None else old
-        assert entry is not None
-        if entry.kind is ResourceKind.TASK:
-            service_id = str(entry.activation["service"])
-            self._running_before.setdefault(service_id, self._running.get(service_id, 0))
+        for task in (old, new):
+            if task is not None and task.kind is ResourceKind.TASK:
+                service_id = str(task.activation["service"])
+                self._running_before.setdefault(service_id, self._running.get(service_id, 0))
         for candidate in affected(old, new, self):
             self._ref_candidates[candidate] = None
         for member in (old, new):

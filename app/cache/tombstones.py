@@ -1,10 +1,11 @@
-"""Tombstones: the sequence number of each recent removal, so a late engine answer cannot undo it.
+"""Tombstones: the logical time (``Cache.write_token`` clock) of each recent removal, so a late engine
+answer cannot undo it.
 
 An inspect or listing that started before a removal was applied (its token is older than the removal's
-sequence number) still shows the object; the cache must refuse to re-create it. The cache remembers the
+time) still shows the object; the cache must refuse to re-create it. The cache remembers the
 last ``max_count`` removals (default 100,000) for at most ``max_age`` seconds (default 15 minutes),
-whichever bound is hit first. Forgetting is safe as long as it is tracked: ``floor`` is the highest
-sequence number of a forgotten removal, and an answer whose token is older than ``floor`` cannot prove that
+whichever bound is hit first. Forgetting is safe as long as it is tracked: ``floor`` is the latest time
+of a forgotten removal, and an answer whose token is older than ``floor`` cannot prove that
 the object it shows was not removed since, so it may not create objects (the watcher's engine calls time
 out long before 15 minutes, so in practice only a pathological answer meets the floor).
 """
@@ -32,13 +33,13 @@ class Tombstones:
         self._clock = clock
         self.floor = 0
 
-    def add(self, key: Key, seq: int) -> None:
+    def add(self, key: Key, at: int) -> None:
         self._removed.pop(key, None)
-        self._removed[key] = (seq, self._clock())
+        self._removed[key] = (at, self._clock())
         self.prune()
 
     def discard(self, key: Key) -> None:
-        """Forget a removal because the object exists again (its entry now carries the newer seq)."""
+        """Forget a removal because the object exists again (its entry now carries the newer time)."""
         self._removed.pop(key, None)
 
     def removed_at(self, key: Key) -> int | None:
@@ -49,11 +50,11 @@ class Tombstones:
         """Drop removals beyond the count or the age bound, raising ``floor`` past them."""
         oldest_kept = self._clock() - self._max_age
         while self._removed:
-            key, (seq, at) = next(iter(self._removed.items()))
-            if len(self._removed) <= self._max_count and at >= oldest_kept:
+            key, (removed, since) = next(iter(self._removed.items()))
+            if len(self._removed) <= self._max_count and since >= oldest_kept:
                 break
             del self._removed[key]
-            self.floor = max(self.floor, seq)
+            self.floor = max(self.floor, removed)
 
     def __len__(self) -> int:
         return len(self._removed)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.cache.history import Action, Change
+from app.cache.history import Action
 from app.cache.store import Cache, InspectOutcome
 from app.cache.tombstones import Tombstones
 from app.resources import ResourceKind
@@ -29,13 +29,6 @@ def version_of(cache: Cache, kind: ResourceKind, object_id: str) -> int | None:
     return None if entry is None else entry.version
 
 
-def later_token(cache: Cache) -> int:
-    """A token strictly newer than any taken so far: another object is written first (tokens taken with no
-    write in between are equal, and equal tokens are ordered by the per-object rules alone)."""
-    cache.upsert(K.VOLUME, o.volume(f"unrelated-{cache.write_token()}"))
-    return cache.write_token()
-
-
 def web_tasks(state: str, version: int) -> list[dict]:  # type: ignore[type-arg]
     return [o.task(o.TASK_WEB_1, o.SVC_WEB, o.NODE_MANAGER, slot=1, state=state, version=version),
             o.task(o.TASK_WEB_2, o.SVC_WEB, o.NODE_WORKER, slot=2, state=state, version=version)]
@@ -44,7 +37,7 @@ def web_tasks(state: str, version: int) -> list[dict]:  # type: ignore[type-arg]
 # --------------------------------------------------------------------------- inspects
 def test_update_then_slow_inspect_then_remove_does_not_resurrect(synced_cache: Cache) -> None:
     """Issue 8 §1: an update event whose inspect is slow, then a remove: the late answer must not win."""
-    cache, start = synced_cache, synced_cache.write_token()
+    cache, start = synced_cache, synced_cache.history.last_seq
     slow_token = cache.write_token()                                     # update event: inspect starts
     slow_answer = o.service(o.SVC_MONITOR, "monitor", replicas=None, version=21)
     remove_token = cache.write_token()                                   # remove event: inspect starts
@@ -68,10 +61,10 @@ def test_an_older_version_index_never_replaces_a_newer_one(synced_cache: Cache) 
     newer = o.node(o.NODE_WORKER, "worker-1", availability="drain", version=12)
     older = o.node(o.NODE_WORKER, "worker-1", availability="pause", version=11)
     assert cache.apply_inspect(K.NODE, o.NODE_WORKER, newer, second) is APPLIED
-    seq = cache.write_token()
+    seq = cache.history.last_seq
     assert cache.apply_inspect(K.NODE, o.NODE_WORKER, older, first) is STALE
     assert version_of(cache, K.NODE, o.NODE_WORKER) == 12
-    assert cache.write_token() == seq
+    assert cache.history.last_seq == seq
 
 
 def test_a_newer_version_applies_even_when_the_object_was_written_after_the_token(synced_cache: Cache) -> None:
@@ -86,11 +79,11 @@ def test_a_newer_version_applies_even_when_the_object_was_written_after_the_toke
 
 def test_an_equal_answer_is_unchanged_and_records_nothing(synced_cache: Cache) -> None:
     cache = synced_cache
-    seq = cache.write_token()
-    assert cache.apply_inspect(K.SERVICE, o.SVC_WEB, o.cluster()[K.SERVICE][0], seq) is UNCHANGED
-    assert cache.apply_inspect(K.NETWORK, o.NET_BRIDGE, o.cluster()[K.NETWORK][2], seq) is UNCHANGED
-    assert cache.apply_inspect(K.TASK, "never-seen", None, seq) is UNCHANGED
-    assert cache.write_token() == seq
+    seq, token = cache.history.last_seq, cache.write_token()
+    assert cache.apply_inspect(K.SERVICE, o.SVC_WEB, o.cluster()[K.SERVICE][0], token) is UNCHANGED
+    assert cache.apply_inspect(K.NETWORK, o.NET_BRIDGE, o.cluster()[K.NETWORK][2], token) is UNCHANGED
+    assert cache.apply_inspect(K.TASK, "never-seen", None, token) is UNCHANGED
+    assert cache.history.last_seq == seq
 
 
 def test_an_unversioned_object_written_after_the_token_is_left_alone(synced_cache: Cache) -> None:
@@ -137,10 +130,10 @@ def test_an_older_task_listing_after_a_newer_one_is_not_applied(synced_cache: Ca
     cache = synced_cache
     old_token = cache.write_token()                       # a full sync lists tasks...
     old_listing = o.cluster()[K.TASK]
-    new_token = later_token(cache)                        # ...the 1 s reconciliation lists them again
+    new_token = cache.write_token()                        # ...the 1 s reconciliation lists them again
     new_listing = o.cluster()[K.TASK][2:] + web_tasks("failed", 31)
     new_listing.append(o.task("scaledup", o.SVC_WEB, o.NODE_WORKER, slot=3))
-    start = cache.write_token()
+    start = cache.history.last_seq
     assert cache.apply_listing(K.TASK, new_listing, new_token) is not None
     after_new = story(cache, start)
     assert cache.apply_listing(K.TASK, old_listing, old_token) is None
@@ -157,11 +150,11 @@ def test_a_full_sync_older_than_an_applied_service_listing_changes_nothing_it_co
     service_token = cache.write_token()                   # per-service task listing of web
     fresh_web = [o.task(o.TASK_WEB_1, o.SVC_WEB, o.NODE_MANAGER, state="failed", version=31),
                  o.task("scaledup", o.SVC_WEB, o.NODE_WORKER, slot=3, version=32)]   # web.2 is gone
-    start = cache.write_token()
+    start = cache.history.last_seq
     assert cache.apply_listing(K.TASK, fresh_web, service_token, service_id=o.SVC_WEB) is not None
     assert story(cache, start) == [(K.TASK, Action.REMOVE, o.TASK_WEB_2), (K.TASK, Action.UPDATE, o.TASK_WEB_1),
                                    (K.TASK, Action.CREATE, "scaledup")]
-    middle = cache.write_token()
+    middle = cache.history.last_seq
     cache.replace_all(stale_snapshot, sync_token)
     assert story(cache, middle) == []                     # no regression, no resurrection, no removal
     assert version_of(cache, K.TASK, o.TASK_WEB_1) == 31
@@ -183,8 +176,8 @@ def test_a_service_listing_touches_only_that_services_tasks(synced_cache: Cache)
     cache = synced_cache
     listing = [o.task(o.TASK_WEB_1, o.SVC_WEB, o.NODE_MANAGER, version=31),
                o.task(o.TASK_DB_1, o.SVC_DB, o.NODE_WORKER, state="failed", version=99)]  # not web's: ignored
-    start = cache.write_token()
-    assert cache.apply_listing(K.TASK, listing, start, service_id=o.SVC_WEB) is not None
+    start = cache.history.last_seq
+    assert cache.apply_listing(K.TASK, listing, cache.write_token(), service_id=o.SVC_WEB) is not None
     assert story(cache, start) == [(K.TASK, Action.REMOVE, o.TASK_WEB_2), (K.TASK, Action.UPDATE, o.TASK_WEB_1)]
     assert version_of(cache, K.TASK, o.TASK_DB_1) == 30
     assert cache.count(K.TASK) == 6
@@ -193,7 +186,7 @@ def test_a_service_listing_touches_only_that_services_tasks(synced_cache: Cache)
 def test_a_service_listing_older_than_a_full_listing_is_dropped(synced_cache: Cache) -> None:
     cache = synced_cache
     service_token = cache.write_token()
-    full_token = later_token(cache)
+    full_token = cache.write_token()
     assert cache.apply_listing(K.TASK, o.cluster()[K.TASK], full_token) == []
     assert cache.apply_listing(K.TASK, [], service_token, service_id=o.SVC_WEB) is None
     assert len(cache.tasks_of_service(o.SVC_WEB)) == 2
@@ -202,7 +195,7 @@ def test_a_service_listing_older_than_a_full_listing_is_dropped(synced_cache: Ca
 def test_service_scopes_are_independent(synced_cache: Cache) -> None:
     cache = synced_cache
     web_token = cache.write_token()
-    db_token = later_token(cache)
+    db_token = cache.write_token()
     assert cache.apply_listing(K.TASK, web_tasks("running", 31), db_token, service_id=o.SVC_WEB) is not None
     # db's scope has seen nothing newer: an older listing of it still applies.
     changes = cache.apply_listing(K.TASK, [o.task(o.TASK_DB_1, o.SVC_DB, o.NODE_WORKER, version=30)], web_token,
@@ -303,6 +296,22 @@ def test_only_the_stream_sets_connected() -> None:
     assert not cache.freshness.connected
 
 
-def test_the_write_token_is_the_last_sequence_number(synced_cache: Cache) -> None:
-    changes: list[Change] = synced_cache.remove(K.TASK, o.TASK_DB_OLD)
-    assert synced_cache.write_token() == changes[-1].seq == synced_cache.history.last_seq
+def test_tokens_are_distinct_and_later_than_every_write(synced_cache: Cache) -> None:
+    first = synced_cache.write_token()
+    second = synced_cache.write_token()
+    assert second > first
+    synced_cache.apply_inspect(K.TASK, o.TASK_DB_OLD, None, synced_cache.write_token())
+    assert (synced_cache._tombstones.removed_at((K.TASK, o.TASK_DB_OLD)) or 0) > second
+    assert synced_cache.write_token() > (synced_cache._tombstones.removed_at((K.TASK, o.TASK_DB_OLD)) or 0)
+
+
+def test_a_not_found_for_an_unknown_object_stops_an_older_answer_from_creating_it(synced_cache: Cache) -> None:
+    """Created and removed in the engine before the cache saw it: the create event's inspect, which read
+    the object, lands after the remove event's NotFound."""
+    cache = synced_cache
+    create_token = cache.write_token()
+    remove_token = cache.write_token()
+    assert cache.apply_inspect(K.CONFIG, "brief", None, remove_token) is UNCHANGED
+    assert cache.apply_inspect(K.CONFIG, "brief", o.config("brief", "brief"), create_token) is STALE
+    assert cache.get(K.CONFIG, "brief") is None
+    assert cache.apply_inspect(K.CONFIG, "brief", o.config("brief", "brief"), cache.write_token()) is APPLIED

@@ -3,6 +3,8 @@ object, after the causing changes, never for an object the write changed itself.
 
 from __future__ import annotations
 
+import pytest
+
 from app.cache.history import Action, Change
 from app.cache.store import Cache
 from app.query import representations
@@ -205,7 +207,7 @@ def test_ref_changed_records_exactly_the_details_that_changed_through_another_ob
     ]
     for write in writes:
         before = _rendered(synced_cache)
-        start = synced_cache.write_token()
+        start = synced_cache.history.last_seq
         write(synced_cache)
         after = _rendered(synced_cache)
         records = synced_cache.history.since(start) or []
@@ -214,3 +216,108 @@ def test_ref_changed_records_exactly_the_details_that_changed_through_another_ob
                              if before[key] != after[key] and key not in own}
         assert set(refs(records)) == changed_by_others
         assert len(refs(records)) == len(set(refs(records)))
+
+
+# --------------------------------------------------------------------------- seeded random walk
+_NODES = [o.NODE_MANAGER, o.NODE_WORKER, o.NODE_DOWN, "nodeextra"]
+_SERVICES = [o.SVC_WEB, o.SVC_DB, o.SVC_MONITOR, "svcextra"]
+_STATES = ["running", "running", "failed", "pending", "shutdown"]
+
+
+class _Walk:
+    """Random writes over the synthetic cluster, each with fresh versions, as the watcher would apply them."""
+
+    def __init__(self, seed: int) -> None:
+        import random
+
+        self.rng = random.Random(seed)
+        self.version = 1000
+
+    def next_version(self) -> int:
+        self.version += 1
+        return self.version
+
+    def service(self, service_id: str) -> dict:  # type: ignore[type-arg]
+        rng = self.rng
+        return o.service(
+            service_id, rng.choice(["alpha", "beta"]) + "-" + service_id[:6],   # swarm names are unique
+            stack=rng.choice([None, "shop", "other"]), image=rng.choice(["nginx:1", "nginx:2"]),
+            replicas=rng.choice([1, 2, None]),
+            configs=tuple(rng.sample([(o.CFG_SHOP, "shop_nginx"), (o.CFG_OTHER, "app_settings")], rng.randint(0, 2))),
+            secrets=tuple(rng.sample([(o.SEC_SHOP, "pw"), (o.SEC_OTHER, "tls")], rng.randint(0, 2))),
+            networks=tuple(rng.sample([o.NET_SHOP, o.NET_INGRESS, o.NET_BRIDGE], rng.randint(0, 2))),
+            volumes=tuple(rng.sample([o.VOL_SHOP, o.VOL_OTHER], rng.randint(0, 1))), version=self.next_version())
+
+    def task(self, task_id: str, service_id: str | None = None) -> dict:  # type: ignore[type-arg]
+        """A new task, or a new version of one (a task never changes service)."""
+        rng = self.rng
+        return o.task(task_id, service_id or rng.choice(_SERVICES), rng.choice(_NODES), slot=rng.choice([1, 2, None]),
+                      state=rng.choice(_STATES), desired=rng.choice(["running", "shutdown"]),
+                      version=self.next_version(), updated=rng.choice([o.UPDATED, "2024-06-01T00:00:00Z"]))
+
+    def write(self, cache: Cache) -> None:
+        rng = self.rng
+        choice = rng.randrange(9)
+        task_ids = [entry.id for entry in cache.entries(K.TASK)]
+        if choice == 0 and task_ids:                              # a task changes (maybe just its timestamp)
+            task_id = rng.choice(task_ids)
+            entry = cache.get(K.TASK, task_id)
+            assert entry is not None
+            raw = {**entry.raw, "Version": {"Index": self.next_version()}, "UpdatedAt": "2024-07-01T00:00:00Z"}
+            if rng.random() < 0.6:
+                raw["Status"] = {**raw["Status"], "State": rng.choice(_STATES)}
+            cache.apply_inspect(K.TASK, task_id, raw, cache.write_token())
+        elif choice == 1:                                         # a poll: some tasks change, come and go
+            listing = [entry.raw for entry in cache.entries(K.TASK) if rng.random() < 0.8]
+            listing += [self.task(f"task{self.next_version()}") for _ in range(rng.randint(0, 3))]
+            cache.apply_listing(K.TASK, listing, cache.write_token())
+        elif choice == 2:
+            cache.apply_inspect(K.SERVICE, (sid := rng.choice(_SERVICES)), self.service(sid), cache.write_token())
+        elif choice == 3:
+            cache.apply_inspect(K.SERVICE, rng.choice(_SERVICES), None, cache.write_token())
+        elif choice == 4:
+            node_id = rng.choice(_NODES)
+            raw = o.node(node_id, rng.choice(["n-a", "n-b"]), availability=rng.choice(["active", "drain"]),
+                         version=self.next_version())
+            cache.apply_inspect(K.NODE, node_id, None if rng.random() < 0.2 else raw, cache.write_token())
+        elif choice == 5:
+            config_id = rng.choice([o.CFG_SHOP, o.CFG_OTHER])
+            raw = o.config(config_id, "cfg", stack=rng.choice([None, "shop"]), version=self.next_version())
+            cache.apply_inspect(K.CONFIG, config_id, None if rng.random() < 0.2 else raw, cache.write_token())
+        elif choice == 6:
+            name = rng.choice([o.VOL_SHOP, o.VOL_OTHER])
+            raw = o.volume(name, stack=rng.choice([None, "shop"]), driver=rng.choice(["local", "nfs"]))
+            cache.apply_inspect(K.VOLUME, name, None if rng.random() < 0.2 else raw, cache.write_token())
+        elif choice == 7:
+            network_id = rng.choice([o.NET_SHOP, o.NET_INGRESS])
+            raw = o.network(network_id, rng.choice(["net-a", "net-b"]), stack=rng.choice([None, "shop"]))
+            cache.apply_inspect(K.NETWORK, network_id, raw, cache.write_token())
+        else:                                                     # a full sync with a few differences
+            snapshot = {kind: [entry.raw for entry in cache.entries(kind)] for kind in ResourceKind
+                        if kind is not K.STACK}
+            snapshot[K.SERVICE] = [self.service(sid) if rng.random() < 0.3 else raw
+                                   for sid, raw in ((raw["ID"], raw) for raw in snapshot[K.SERVICE])]
+            snapshot[K.TASK] = [self.task(raw["ID"], raw["ServiceID"]) if rng.random() < 0.2 else raw
+                                for raw in snapshot[K.TASK]]
+            cache.replace_all(snapshot, cache.write_token())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ref_changed_matches_the_representations_over_a_random_walk(seed: int) -> None:
+    cache = Cache()
+    cache.replace_all(o.cluster(), cache.write_token())
+    walk = _Walk(seed)
+    for step in range(120):
+        before = _rendered(cache)
+        start = cache.history.last_seq
+        walk.write(cache)
+        after = _rendered(cache)
+        records = cache.history.since(start) or []
+        own = {(c.kind, c.id) for c in records if c.action is not Action.REF_CHANGED}
+        changed_by_others = {key for key in before.keys() & after.keys() if before[key] != after[key]
+                             and key not in own}
+        assert set(refs(records)) == changed_by_others, (seed, step)
+        assert len(refs(records)) == len(set(refs(records))), (seed, step)
+        # every ref_changed comes after every change of its write
+        kinds = [c.action is Action.REF_CHANGED for c in records]
+        assert kinds == sorted(kinds), (seed, step)
