@@ -184,6 +184,8 @@ class Cache:
     def apply_inspect(self, kind: ResourceKind, object_id: str, raw: Raw | None, token: int
                       ) -> InspectOutcome:
         """Store one inspect answer (None: the engine said NotFound) unless it is older than the cache."""
+        if kind not in ENGINE_KINDS:
+            raise ValueError(f"{kind.value} objects are derived by the cache, not inspected")
         self._tombstones.prune()
         if raw is None:
             current = self._entries[kind].get(object_id)
@@ -208,6 +210,8 @@ class Cache:
         unchanged listing cost a dict comparison. Returns the changes, or None when a newer listing of the
         same scope was already applied.
         """
+        if kind not in ENGINE_KINDS:
+            raise ValueError(f"{kind.value} objects are derived by the cache, not listed")
         if service_id is not None and kind is not ResourceKind.TASK:
             raise ValueError("only task listings can be scoped to a service")
         listing = self._prepared(kind, raws, service_id)

@@ -210,6 +210,13 @@ def test_only_task_listings_can_be_scoped() -> None:
         Cache().apply_listing(K.SERVICE, [], 0, service_id=o.SVC_WEB)
 
 
+def test_stacks_are_derived_never_applied() -> None:
+    with pytest.raises(ValueError):
+        Cache().apply_inspect(K.STACK, "shop", None, 0)
+    with pytest.raises(ValueError):
+        Cache().apply_listing(K.STACK, [], 0)
+
+
 def test_a_listing_with_nothing_changed_reuses_every_entry(synced_cache: Cache) -> None:
     cache = synced_cache
     before = {entry.id: entry for entry in cache.entries(K.TASK)}
