@@ -33,6 +33,7 @@ import gevent.event
 import gevent.lock
 import gevent.pool
 import gevent.queue
+import requests
 
 from app.cache.history import Action, Change
 from app.cache.store import Cache, InspectOutcome
@@ -188,9 +189,12 @@ class Watcher:
                     self._events.put_nowait(message)
                 except gevent.queue.Full:
                     self._overflow()
-        except Exception as exc:
+        except (EngineUnavailable, OSError, requests.exceptions.RequestException) as exc:
             if not self._stopping.is_set():
                 log.info("event stream failed", extra={"error": str(exc)})
+        except Exception:  # a bug, not the engine: the traceback goes to the log; follow reconnects
+            if not self._stopping.is_set():
+                log.error("event reader failed; reconnecting", exc_info=True, extra={"loop": "read"})
         finally:
             self._reading = False
             self._cache.set_stream_connected(False)

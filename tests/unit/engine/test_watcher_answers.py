@@ -258,3 +258,43 @@ def inspect_during_backoff(running: Running, holds: Holds) -> None:
     assert running.cache.freshness.last_contact is not None
     engine.available = True
     wait_until(lambda: running.cache.freshness.connected, 3, message="live again once the stream is read")
+
+
+
+def test_a_malformed_event_is_logged_and_processing_continues(running: Running,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    engine = running.engine
+    engine.streams[-1].queue.put({"Type": "config", "Action": "update", "Actor": 42})  # not an object
+    engine.objects[K.CONFIG][o.CFG_SHOP] = o.config(o.CFG_SHOP, "shop_nginx", stack="shop", version=41)
+    engine.emit("config", "update", o.CFG_SHOP)
+    wait_until(lambda: (entry := running.cache.get(K.CONFIG, o.CFG_SHOP)) and entry.version == 41, 2,
+               message="the event after the malformed one")
+    failed = [r for r in caplog.records if r.message.startswith("watcher loop failed")]
+    assert [r.loop for r in failed] == ["process"] and failed[0].exc_info  # type: ignore[attr-defined]
+    assert running.cache.freshness.connected
+
+
+def test_a_reader_that_raises_is_logged_and_the_stream_reopened(fake_engine: FakeEngine,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    opened: list[object] = []
+    original = fake_engine.events
+
+    class Broken:
+        def __iter__(self) -> Iterator[dict[str, object]]:
+            raise RuntimeError("bug while reading")
+
+        def close(self) -> None:
+            pass
+
+    def events(since: float | None = None):  # type: ignore[no-untyped-def]
+        opened.append(since)
+        return Broken() if len(opened) == 1 else original(since)
+
+    fake_engine.events = events  # type: ignore[method-assign]
+    running = started(fake_engine)
+    try:
+        wait_until(lambda: len(opened) == 2 and running.cache.freshness.connected, 2, message="the new stream")
+        failed = [r for r in caplog.records if r.message.startswith("event reader failed")]
+        assert len(failed) == 1 and failed[0].exc_info
+    finally:
+        running.stop()
