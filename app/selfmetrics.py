@@ -1,11 +1,14 @@
 """The service's own Prometheus metrics, on a per-app registry (tests build many apps in one process).
 
-Request counts and latencies are recorded by two request hooks; cache, watcher and stream figures are
+Request counts and latencies are recorded by two request hooks, with bounded labels: ``route`` is the
+matched route template (``/services/{id}``) or ``unmatched``, ``method`` one of the HTTP methods the
+service knows or ``other``; cache, watcher and stream figures are
 read from the Runtime at scrape time by a collector, so the data path stays free of metric calls.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 
@@ -18,6 +21,19 @@ from app.resources import ResourceKind
 from app.runtime import runtime_of
 
 _KEY = "shoal.metrics"
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+UNMATCHED = "unmatched"
+
+
+def route_label(rule: str | None) -> str:
+    """``/services/<id>`` → ``/services/{id}`` (converters dropped: ``<path:x>`` → ``{x}``)."""
+    if rule is None:
+        return UNMATCHED
+    return re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule)
+
+
+def method_label(method: str) -> str:
+    return method if method in _METHODS else "other"
 
 
 class _RuntimeCollector(Collector):
@@ -74,10 +90,11 @@ def init_self_metrics(app: Flask) -> None:
     @app.after_request
     def _observe(response: Response) -> Response:
         started = g.get("request_started")
-        route = request.url_rule.rule if request.url_rule is not None else "unmatched"
-        metrics.requests.labels(route, request.method, str(response.status_code)).inc()
+        route = route_label(request.url_rule.rule if request.url_rule is not None else None)
+        method = method_label(request.method)
+        metrics.requests.labels(route, method, str(response.status_code)).inc()
         if isinstance(started, float):
-            metrics.latency.labels(route, request.method).observe(time.perf_counter() - started)
+            metrics.latency.labels(route, method).observe(time.perf_counter() - started)
         return response
 
 

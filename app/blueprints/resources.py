@@ -14,9 +14,11 @@ from werkzeug.exceptions import NotFound
 from app.blueprints.docs import errors, list_parameters
 from app.cache.entries import Entry
 from app.http import respond
+from app.http.conditional import if_range_holds
 from app.http.negotiation import negotiated
 from app.query import listing
 from app.query.listing import Page
+from app.query.paging import RangeNotSatisfiable
 from app.resources import ResourceKind
 from app.runtime import current_runtime
 from app.schemas.v1.envelopes import COLLECTION_SCHEMAS, DETAIL_SCHEMAS
@@ -29,6 +31,25 @@ def _lookup(kind: ResourceKind, object_id: str) -> Entry:
     if entry is None:
         raise NotFound(f"No {kind.value} {object_id!r}.")
     return entry
+
+
+def _collection(kind: ResourceKind) -> Response:
+    """A list page; with ``If-Range`` (RFC 9110 §13.1.5) the Range applies only if the validator equals
+    that of the response the Range selects (its own ETag: each 206 carries the ETag of its body), else
+    the Range is ignored and the whole page is a 200. An unsatisfiable Range fails If-Range too."""
+    cache, range_header = current_runtime().cache, request.headers.get("Range")
+    if_range = request.headers.get("If-Range")
+    if range_header and if_range is not None:
+        try:
+            ranged = respond.collection(kind, listing.run(cache, kind, listing.parse_list_query(
+                kind, request.args, range_header)))
+        except RangeNotSatisfiable:
+            ranged = None
+        if ranged is not None and (ranged.status_code != 206 or if_range_holds(if_range, ranged)):
+            return ranged
+        range_header = None
+    query = listing.parse_list_query(kind, request.args, range_header)
+    return respond.collection(kind, listing.run(cache, kind, query))
 
 
 def resource_blueprint(kind: ResourceKind) -> Blueprint:
@@ -44,8 +65,7 @@ def resource_blueprint(kind: ResourceKind) -> Blueprint:
         @errors(blp, 400, 416, 503)
         @negotiated()
         def get(self) -> Response:
-            query = listing.parse_list_query(kind, request.args, request.headers.get("Range"))
-            return respond.collection(kind, listing.run(current_runtime().cache, kind, query))
+            return _collection(kind)
 
     @blp.route(f"/<{spec.id_placeholder}>")
     class Detail(MethodView):

@@ -3,16 +3,25 @@
 Order of work on a response (one ``after_request``): Vary, Allow, discovery and paging Links merged into
 one header, then validators and the 304 answer. Request-Id, security headers and request metrics have
 their own hooks. Views never set any of these themselves.
+
+No redirect is built from the client's ``Host``: the URL map merges no slashes and has no trailing-slash
+rules (werkzeug's redirects for those are absolute, built from ``Host``), and any routing redirect that
+still happens is answered with a relative ``Location`` (base path included); HTTPS is never forced by
+redirect (with TLS on, the server speaks only TLS).
 """
 
 from __future__ import annotations
 
-from flask import Flask, Response, g, render_template, request
+from urllib.parse import urlsplit
+
+from flask import Flask, Response, g, redirect, render_template, request
 from werkzeug.exceptions import NotFound
+from werkzeug.routing import RequestRedirect
 
 from app.errors import ProblemError
 from app.http.conditional import apply_conditional
-from app.http.formats import requested_format
+from app.http.exact_names import init_exact_names
+from app.http.formats import SUFFIX_KEY, requested_format
 from app.http.links import discovery_links, link
 from app.http.mount import OUTSIDE_KEY
 from app.http.negotiation import wants_html
@@ -21,6 +30,19 @@ from app.http.problems import init_problems, problem_response
 from app.http.request_id import init_request_id
 from app.query.paging import RangeNotSatisfiable
 from app.runtime import current_runtime
+
+
+def _relative_redirect() -> Response | None:
+    """werkzeug builds a routing redirect's target from the request's ``Host``: keep only its path (and
+    the format extension the shim took off), under the configured base path."""
+    exc = request.routing_exception
+    if not isinstance(exc, RequestRedirect):
+        return None
+    target = urlsplit(exc.new_url)
+    path = request.script_root + "/" + target.path.lstrip("/")
+    suffix = request.environ.get(SUFFIX_KEY)
+    location = path + (suffix if isinstance(suffix, str) else "") + (f"?{target.query}" if target.query else "")
+    return redirect(location, exc.code)
 
 
 def _outside_base_path() -> None:
@@ -71,10 +93,13 @@ def _range_not_satisfiable(error: RangeNotSatisfiable) -> Response:
 
 
 def init_http(app: Flask) -> None:
+    app.url_map.merge_slashes = False
     init_request_id(app)
+    app.before_request(_relative_redirect)
     init_problems(app)
     app.register_error_handler(NotFound, _not_found)
     app.register_error_handler(RangeNotSatisfiable, _range_not_satisfiable)
     app.before_request(_outside_base_path)
     app.before_request(_readiness_gate)
+    init_exact_names(app)
     app.after_request(_finalize)

@@ -1,7 +1,13 @@
-"""ETag (SHA-256 of the body), Last-Modified, and the 304 answer to conditional GETs.
+"""ETag (SHA-256 of the body, per negotiated variant), Last-Modified, If-Range, and the 304 answer.
 
 Runs in one after_request hook for every buffered 200/206 response, so no view computes validators.
 ``If-None-Match`` (lists, ``W/``, ``*``) wins over ``If-Modified-Since`` (second precision).
+
+The ETag is the full SHA-256 hex of the body, quoted (the interface says "SHA-256 of the body" and wins
+over the reference's 16 bytes). One URL has several variants with the same body (``application/json``
+and ``application/vnd.service.v1+json``), and RFC 9110 §8.8.3 wants a distinct tag per variant: the
+default ``application/json`` gets the bare hash, any other Content-Type gets ``-<subtype>`` appended
+(``"<hex>-vnd.service.v1+json"``).
 """
 
 from __future__ import annotations
@@ -11,10 +17,35 @@ import re
 from datetime import UTC, datetime
 
 from flask import Request, Response
+from werkzeug.http import parse_date
+
+_DEFAULT_VARIANT = "application/json"
 
 
-def compute_etag(body: bytes) -> str:
-    return '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+def compute_etag(body: bytes, mimetype: str = _DEFAULT_VARIANT) -> str:
+    suffix = "" if mimetype in ("", _DEFAULT_VARIANT) else "-" + mimetype.partition("/")[2]
+    return '"' + hashlib.sha256(body).hexdigest() + suffix + '"'
+
+
+def has_validators(response: Response) -> bool:
+    """Whether the hook below gives this response an ETag (buffered JSON bodies)."""
+    if response.is_streamed or response.direct_passthrough:
+        return False
+    mimetype = response.mimetype or ""
+    return mimetype in ("application/json", "application/ld+json") or mimetype.startswith("application/vnd.")
+
+
+def if_range_holds(header: str, response: Response) -> bool:
+    """RFC 9110 §13.1.5: a strong ETag equal to this response's, or a date equal to its Last-Modified
+    (lists have none, so a date never holds there). A weak tag never holds."""
+    header = header.strip()
+    if header.startswith('"'):
+        return has_validators(response) and header == compute_etag(response.get_data(), response.mimetype or "")
+    if header.startswith("W/"):
+        return False
+    since = parse_date(header)
+    modified = response.last_modified
+    return since is not None and modified is not None and since == modified.replace(microsecond=0)
 
 
 _ENGINE_TIME = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)?")
@@ -38,12 +69,11 @@ def parse_engine_time(text: str) -> datetime | None:
 def _etag_matches(header: str, etag: str) -> bool:
     if header.strip() == "*":
         return True
-    bare = etag.strip('"')
     for candidate in header.split(","):
         candidate = candidate.strip()
         if candidate.startswith("W/"):
             candidate = candidate[2:]
-        if candidate.strip('"') == bare:
+        if candidate == etag:
             return True
     return False
 
@@ -51,12 +81,9 @@ def _etag_matches(header: str, etag: str) -> bool:
 def apply_conditional(request: Request, response: Response) -> Response:
     if request.method not in ("GET", "HEAD") or response.status_code not in (200, 206):
         return response
-    if response.is_streamed or response.direct_passthrough:
+    if not has_validators(response):
         return response
-    mimetype = response.mimetype or ""
-    if mimetype not in ("application/json", "application/ld+json") and not mimetype.startswith("application/vnd."):
-        return response
-    etag = compute_etag(response.get_data())
+    etag = compute_etag(response.get_data(), response.mimetype or "")
     response.headers["ETag"] = etag
     if_none_match = request.headers.get("If-None-Match")
     if if_none_match is not None:

@@ -1,7 +1,9 @@
 """WSGI shim: a ``.json``/``.html``/``.atom`` suffix on the path selects the format before routing.
 
 The suffix is stripped from PATH_INFO so routes are declared once, and recorded in the environ, where
-negotiation gives it precedence over the Accept header.
+negotiation gives it precedence over the Accept header. Volume and stack names may themselves end in
+``.json`` (``/volumes/backup.json``): the suffix is kept too, and ``app.http.exact_names`` puts it back
+when an object of that exact name exists, so a resource is always reachable at its own ``@id``.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 
 FORMAT_KEY = "shoal.format"
+SUFFIX_KEY = "shoal.format_suffix"
 EXTENSIONS = {".json": "json", ".html": "html", ".atom": "atom"}
 
 WSGIApp = Any
@@ -25,6 +28,7 @@ class FormatExtensions:
             if path.endswith(suffix) and len(path) > len(suffix) + 1:
                 environ["PATH_INFO"] = path[: -len(suffix)]
                 environ[FORMAT_KEY] = name
+                environ[SUFFIX_KEY] = suffix
                 break
         result: Iterable[bytes] = self.app(environ, start_response)
         return result

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 from flask import Response, request
 
 from app.cache.entries import Entry
+from app.cache.store import Cache
 from app.http.conditional import parse_engine_time
 from app.http.jsonld import envelope
 from app.http.links import link
@@ -91,10 +92,24 @@ def detail(entry: Entry) -> Response:
     body = envelope(base, representations.path_of(kind, entry.id), kind.spec.jsonld_type)
     body.update(members)
     response = document(body)
-    modified = parse_engine_time(entry.updated)
+    modified = last_modified(cache, entry)
     if modified is not None:
         response.last_modified = modified
     return _with_freshness(response)
+
+
+def last_modified(cache: Cache, entry: Entry) -> datetime | None:
+    """The later of the object's own engine time and the cache's latest ``ref_changed`` record for it
+    (its embedded tasks, services, names... changed: ``app.cache.refs`` lists what each detail embeds),
+    so ``If-Modified-Since`` never hides such a change. A kind without an engine time of its own (stacks)
+    gets none: what it embeds is then not dated as a whole."""
+    own = parse_engine_time(entry.updated)
+    if own is None:
+        return None
+    ref_time = cache.ref_changed_at(entry.kind, entry.id)
+    if ref_time is None:
+        return own
+    return max(own, datetime.fromtimestamp(ref_time, UTC))
 
 
 def _paging_links(page: Page) -> list[str]:

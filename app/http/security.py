@@ -1,7 +1,8 @@
 """Security headers on every response, errors included (flask-talisman).
 
-HTTPS is forced and HSTS sent only when the service itself terminates TLS: behind a plain-HTTP reverse
-proxy a redirect would loop, and HSTS over HTTP is meaningless.
+HSTS is sent only when the service itself terminates TLS (over HTTP it is meaningless). HTTPS is never
+forced by redirect: with TLS on, the server speaks only TLS, so no plain request arrives, and talisman's
+redirect would be an absolute URL built from the client's ``Host``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ HSTS_MAX_AGE = 63072000  # two years: the header is exactly "max-age=63072000; i
 
 
 def init_security(app: Flask, *, tls: bool) -> None:
-    Talisman(app, force_https=tls, strict_transport_security=tls,
+    Talisman(app, force_https=False, strict_transport_security=tls,
              strict_transport_security_max_age=HSTS_MAX_AGE, strict_transport_security_include_subdomains=True,
              strict_transport_security_preload=False,
              frame_options="DENY", content_security_policy=CSP,

@@ -1,6 +1,12 @@
 """Page requests from ``limit``/``offset`` or ``Range: items a-b``, following the reference's rules:
 invalid numbers are ignored, ``limit`` is clamped to 200, query parameters win over Range, an
 unsatisfiable range is a 416, a malformed one is ignored.
+
+A number the client sends is ASCII digits only (``int()`` would also take ``+5``, `` 5``, ``5_0`` and
+other scripts' digits) and is never converted whole: past 18 digits it is :data:`HUGE`, larger than any
+collection, so a huge ``limit`` clamps, a huge ``offset`` is past the end (empty page), a huge Range start
+is unsatisfiable (416) and a huge Range end reads to the end. No input reaches Python's int-conversion
+limit (a 500 before).
 """
 
 from __future__ import annotations
@@ -13,7 +19,10 @@ from werkzeug.exceptions import RequestedRangeNotSatisfiable
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
-_RANGE = re.compile(r"^\s*items\s*=?\s*(\d+)-(\d+)\s*$")
+_RANGE = re.compile(r"[ \t]*items[ \t]*=?[ \t]*([0-9]+)-([0-9]+)[ \t]*")
+_DIGITS = re.compile(r"[0-9]+")
+HUGE = 10**18            # stands for any number of more than 18 digits
+_MAX_DIGITS = 18
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,18 +40,21 @@ class RangeNotSatisfiable(RequestedRangeNotSatisfiable):
         self.total = total
 
 
-def _int_or_none(text: str | None) -> int | None:
-    if text is None:
+def client_int(text: str | None) -> int | None:
+    """A non-negative integer the client sent as ASCII digits, :data:`HUGE` past 18 digits, else None."""
+    if text is None or _DIGITS.fullmatch(text) is None:
         return None
-    try:
-        return int(text.strip())
-    except ValueError:
-        return None
+    return _bounded(text)
+
+
+def _bounded(digits: str) -> int:
+    digits = digits.lstrip("0") or "0"
+    return HUGE if len(digits) > _MAX_DIGITS else int(digits)
 
 
 def parse_page(args: Mapping[str, str], range_header: str | None) -> PageRequest:
-    limit = _int_or_none(args.get("limit"))
-    offset = _int_or_none(args.get("offset"))
+    limit = client_int(args.get("limit"))
+    offset = client_int(args.get("offset"))
     valid_limit = limit is not None and limit > 0
     valid_offset = offset is not None and offset >= 0
     if not valid_limit and not valid_offset and range_header:
@@ -60,10 +72,10 @@ def parse_range(header: str) -> tuple[int, int] | None:
         return None
     if "," in header:
         raise RangeNotSatisfiable()
-    match = _RANGE.match(header)
+    match = _RANGE.fullmatch(header)
     if match is None:
         return None
-    first, last = int(match.group(1)), int(match.group(2))
+    first, last = _bounded(match.group(1)), _bounded(match.group(2))
     return (first, last) if first <= last else None
 
 

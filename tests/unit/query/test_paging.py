@@ -9,6 +9,7 @@ from app.cache.store import Cache
 from app.query import listing
 from app.query.paging import (
     DEFAULT_LIMIT,
+    HUGE,
     MAX_LIMIT,
     PageRequest,
     RangeNotSatisfiable,
@@ -35,7 +36,7 @@ def test_invalid_limit_is_ignored(limit: str) -> None:
 
 
 @pytest.mark.parametrize(("limit", "expected"), [("1", 1), ("50", 50), ("199", 199), ("200", 200),
-                                                 ("201", 200), ("100000", 200), (" 7 ", 7)])
+                                                 ("201", 200), ("100000", 200), ("007", 7)])
 def test_valid_limit_is_used_and_clamped_to_200(limit: str, expected: int) -> None:
     assert parse_page({"limit": limit}, None).limit == expected
 
@@ -302,3 +303,41 @@ def test_range_applies_to_the_filtered_collection(client: FlaskClient) -> None:
     beyond = client.get('/tasks?filter=state == "running"', headers={"Range": "items 4-9"})
     assert beyond.status_code == 416
     assert beyond.headers["Content-Range"] == "items */4"
+
+
+# --------------------------------------------------------------------------- client integers (issue 8 §3)
+BIG = "9" * 4400   # past Python's int-conversion limit (4,300 digits): int() raises, a 500 before
+
+
+@pytest.mark.parametrize("text", ["+5", " 5", "5 ", "5_0", "\u0661\u0662", "\uff15", "0x5", "5.0", "-0"])
+def test_limit_and_offset_accept_ascii_digits_only(text: str) -> None:
+    page = parse_page({"limit": text, "offset": text}, None)
+    assert page == PageRequest(DEFAULT_LIMIT, 0)
+
+
+def test_a_huge_limit_clamps_and_a_huge_offset_is_past_the_end() -> None:
+    page = parse_page({"limit": BIG, "offset": BIG}, None)
+    assert page.limit == MAX_LIMIT and page.offset == HUGE
+
+
+def test_a_huge_range_end_reads_to_the_end_and_a_huge_start_is_past_it() -> None:
+    assert parse_range(f"items=0-{BIG}") == (0, HUGE)
+    assert parse_page({}, f"items=2-{BIG}") == PageRequest(MAX_LIMIT, 2, (2, HUGE))
+    assert parse_range(f"items={BIG}-{BIG}") == (HUGE, HUGE)
+
+
+@pytest.mark.parametrize("header", ["items=\u0660-\u0665", "items=0-5\u00a0", "items=+0-5"])
+def test_a_range_with_non_ascii_digits_is_malformed(header: str) -> None:
+    assert parse_range(header) is None
+
+
+@pytest.mark.parametrize(("args", "header", "status"), [
+    ({}, f"items=0-{BIG}", 200), ({}, f"items=1-{BIG}", 206), ({}, f"items={BIG}-{BIG}", 416),
+    ({"limit": BIG}, None, 200), ({"offset": BIG}, None, 200), ({"limit": BIG, "offset": BIG}, None, 200),
+])
+def test_huge_numbers_over_http_are_never_a_500(client: FlaskClient, args: dict[str, str], header: str | None,
+                                                status: int) -> None:
+    response = client.get("/tasks", query_string=args, headers={"Range": header} if header else {})
+    assert response.status_code == status, response.get_data(as_text=True)[:300]
+    if "offset" in args:
+        assert response.get_json()["items"] == []
