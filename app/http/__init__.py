@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from flask import Flask, Response, g, redirect, render_template, request
 from werkzeug.exceptions import NotFound
 from werkzeug.routing import RequestRedirect
+from werkzeug.wrappers import Response as WerkzeugResponse
 
 from app.errors import ProblemError
 from app.http.conditional import apply_conditional
@@ -32,7 +33,7 @@ from app.query.paging import RangeNotSatisfiable
 from app.runtime import current_runtime
 
 
-def _relative_redirect() -> Response | None:
+def _relative_redirect() -> WerkzeugResponse | None:
     """werkzeug builds a routing redirect's target from the request's ``Host``: keep only its path (and
     the format extension the shim took off), under the configured base path."""
     exc = request.routing_exception
