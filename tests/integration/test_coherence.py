@@ -123,11 +123,17 @@ class Workload:
         pool.remove(obj)
 
     def node_label(self) -> None:
-        node = self.client.nodes.list()[0]
-        spec = node.attrs["Spec"]
-        labels = dict(spec.get("Labels") or {})
-        labels["coh.value"] = str(self.rng.randint(0, 9))
-        node.update({**spec, "Labels": labels})
+        value = str(self.rng.randint(0, 9))
+        for _ in range(5):  # the node's version moves on its own (status): "update out of sequence", retry
+            node = self.client.nodes.list()[0]
+            spec = node.attrs["Spec"]
+            try:
+                node.update({**spec, "Labels": {**(spec.get("Labels") or {}), "coh.value": value}})
+                return
+            except docker.errors.APIError as exc:
+                if "out of sequence" not in str(exc):
+                    raise
+        raise AssertionError("the node label update kept conflicting")
 
     def cleanup(self) -> None:
         for service in self.services:
