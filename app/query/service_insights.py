@@ -41,7 +41,10 @@ false for swarm-cronjob and diun (``watchByDefault``). Other members appear only
 a boolean or integer that does not parse is null.
 
 - traefik: ``routers`` ``[{name, protocol: http|tcp|udp, rule?, entrypoints[], middlewares[], service?,
-  priority?, tls, certResolver?}]`` (``tls`` is the ``tls`` label, or true when any ``tls.*`` option is set),
+  priority?, tls?}]``; ``tls`` is an object as in Traefik's own router configuration, ``{certResolver?,
+  options?, domains?: [{main, sans[]}], passthrough? (tcp)}``, present when TLS is on (the ``tls`` label
+  is true, or it is absent and some ``tls.*`` option is set) and omitted otherwise; ``domains`` come from
+  ``tls.domains[n].main``/``.sans`` (sans split on commas) in index order;
   ``services`` ``[{name, protocol, port?, scheme?}]`` from ``loadbalancer.server.*``, ``middlewares`` (the
   names defined in these labels), ``network`` (``traefik.swarm.network`` or ``traefik.docker.network``).
   Option names are matched case-insensitively, as Traefik does.
@@ -295,10 +298,31 @@ def _router(name: str, protocol: str, options: Mapping[str, str]) -> Data:
     if "priority" in options:
         router["priority"] = _int(options["priority"])
     tls = parse_bool(options.get("tls", ""))
-    router["tls"] = tls if tls is not None else any(option.startswith("tls.") for option in options)
-    if "tls.certresolver" in options:
-        router["certResolver"] = options["tls.certresolver"]
+    if tls if tls is not None else any(option.startswith("tls.") for option in options):
+        router["tls"] = _router_tls(protocol, options)
     return router
+
+
+_TLS_DOMAIN = re.compile(r"tls\.domains\[([0-9]{1,6})\]\.(main|sans)")
+
+
+def _router_tls(protocol: str, options: Mapping[str, str]) -> Data:
+    tls: Data = {}
+    if "tls.certresolver" in options:
+        tls["certResolver"] = options["tls.certresolver"]
+    if "tls.options" in options:
+        tls["options"] = options["tls.options"]
+    domains: dict[int, Data] = {}
+    for option, value in options.items():
+        match = _TLS_DOMAIN.fullmatch(option)
+        if match is not None:
+            domain = domains.setdefault(int(match.group(1)), {"main": "", "sans": []})
+            domain[match.group(2)] = value if match.group(2) == "main" else _list(",")(value)
+    if domains:
+        tls["domains"] = [domains[index] for index in sorted(domains)]
+    if protocol == "tcp" and "tls.passthrough" in options:
+        tls["passthrough"] = parse_bool(options["tls.passthrough"])
+    return tls
 
 
 def _traefik_service(name: str, protocol: str, options: Mapping[str, str]) -> Data:

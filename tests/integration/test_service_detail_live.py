@@ -64,6 +64,10 @@ def labelled(dclient: docker.DockerClient, second_tag: str) -> Iterator[Any]:
               f"traefik.http.routers.{name}.rule": "Host(`insights.lab`)",
               f"traefik.http.routers.{name}.entrypoints": "web",
               f"traefik.http.services.{name}.loadbalancer.server.port": "8080",
+              f"traefik.http.routers.{name}-tls.rule": "Host(`insights.lab`)",
+              f"traefik.http.routers.{name}-tls.tls.certresolver": "lab",
+              f"traefik.http.routers.{name}-tls.tls.domains[0].main": "insights.lab",
+              f"traefik.http.routers.{name}-tls.tls.domains[0].sans": "a.insights.lab,b.insights.lab",
               "diun.enable": "true", "diun.watch_repo": "false"}
     service = sleeper(dclient, name, labels=labels, env=["A=1"])
     try:
@@ -92,7 +96,11 @@ def test_integrations_appear_and_changes_follow_each_update(server: str, docker_
                     "labels": {"diun.enable": "true", "diun.watch_repo": "false"}}
     assert (traefik["name"], traefik["enabled"]) == ("traefik", True)
     assert traefik["routers"] == [{"name": name, "protocol": "http", "rule": "Host(`insights.lab`)",
-                                   "entrypoints": ["web"], "middlewares": [], "tls": False}]
+                                   "entrypoints": ["web"], "middlewares": []},   # TLS off: no tls member
+                                  {"name": f"{name}-tls", "protocol": "http", "rule": "Host(`insights.lab`)",
+                                   "entrypoints": [], "middlewares": [],
+                                   "tls": {"certResolver": "lab", "domains": [
+                                       {"main": "insights.lab", "sans": ["a.insights.lab", "b.insights.lab"]}]}}]
     assert traefik["services"] == [{"name": name, "protocol": "http", "port": 8080}]
 
     service_update(docker_host, service_id, "--image", second_tag,

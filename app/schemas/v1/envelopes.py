@@ -65,6 +65,20 @@ class SpecChangeV1(Schema):
                                                        "of JSON and is shown cut, as text ending in …"})
 
 
+class TraefikDomainV1(Schema):
+    main = fields.String()
+    sans = fields.List(fields.String())
+
+
+class TraefikRouterTlsV1(Schema):
+    """Traefik's router ``tls`` section; the router has none when TLS is off."""
+
+    certResolver = fields.String()
+    options = fields.String(metadata={"description": "name of a TLS options definition"})
+    domains = fields.List(fields.Nested(TraefikDomainV1))
+    passthrough = fields.Boolean(allow_none=True, metadata={"description": "tcp routers; null when not a boolean"})
+
+
 class TraefikRouterV1(Schema):
     name = fields.String()
     protocol = fields.String(validate=validate.OneOf(["http", "tcp", "udp"]))
@@ -73,8 +87,7 @@ class TraefikRouterV1(Schema):
     middlewares = fields.List(fields.String())
     service = fields.String()
     priority = fields.Integer(allow_none=True, metadata={"description": "null when the label is not an integer"})
-    tls = fields.Boolean()
-    certResolver = fields.String()
+    tls = fields.Nested(TraefikRouterTlsV1, metadata={"description": "present only when TLS is on"})
 
 
 class TraefikServiceV1(Schema):
