@@ -11,8 +11,9 @@ restarts after a backoff, so nothing kills the watcher; all stopped by ``stop``)
 - ``_flush``: coalesces marks per object over a short window and re-inspects them through a small pool,
   one inspect in flight per object (marked again meanwhile: inspected again after); a failed inspect is
   retried with backoff a bounded number of times, then left to the next resync.
-- ``_reconcile_tasks``: lists ``/tasks`` shortly after service/node/container events and on a timer,
-  because the engine emits no task events.
+- ``tasks``: the ``TaskPoller`` (app/engine/task_poll.py) lists the tasks of the services that events,
+  follow-ups and the engine's task counts say changed, plus a slower full sweep, because the engine emits
+  no task events.
 - ``_resync``: a periodic full sync as a safety net; changes it finds that no event explained mean the
   stream went silent, so the stream is reopened.
 
@@ -39,6 +40,7 @@ from app.cache.history import Action, Change
 from app.cache.store import Cache, InspectOutcome
 from app.engine.client import EngineClient, EngineUnavailable, EventStream
 from app.engine.events import interpret
+from app.engine.task_poll import TaskPoller, TaskPollSettings
 from app.resources import ENGINE_KINDS, ResourceKind
 
 log = logging.getLogger(__name__)
@@ -54,8 +56,10 @@ _EVENT_KINDS = frozenset(kind for kind in ENGINE_KINDS if kind is not ResourceKi
 class WatcherSettings:
     coalesce_window: float = 0.05
     inspectors: int = 4
-    task_poll_interval: float = 1.0
+    task_poll_interval: float = 1.0     # the engine's task counts (or, without them, a full task listing)
     task_debounce: float = 0.1
+    task_sweep_interval: float = 60.0   # full task listing, the safety net
+    task_follow_ups: tuple[float, ...] = (0.5, 1.5)
     resync_interval: float = 300.0
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
@@ -93,7 +97,12 @@ class Watcher:
         self._marked_in_flight: set[Key] = set()
         self._failures: dict[Key, int] = {}
         self._touched: set[Key] = set()   # objects events or inspects touched since the last sync began
-        self._tasks_due = gevent.event.Event()
+        self.task_poller = TaskPoller(
+            lambda: self.client, cache, lambda: self._cache.freshness.synced and self._reading,
+            lambda _exc: self._close_stream(),  # wakes the event loop, which owns reconnecting
+            TaskPollSettings(debounce=self._settings.task_debounce, follow_ups=self._settings.task_follow_ups,
+                             counts_interval=self._settings.task_poll_interval,
+                             sweep_interval=self._settings.task_sweep_interval))
         self._sync_due = gevent.event.Event()
         self._sync_lock = gevent.lock.BoundedSemaphore(1)
         self._stopping = gevent.event.Event()
@@ -107,14 +116,14 @@ class Watcher:
     def start(self) -> None:
         loops: tuple[tuple[str, Callable[[], None]], ...] = (
             ("follow", self._follow), ("process", self._process), ("flush", self._flush),
-            ("tasks", self._reconcile_tasks), ("resync", self._resync))
+            ("tasks", self.task_poller.run), ("resync", self._resync))
         self._greenlets = [gevent.spawn(self._supervise, name, loop) for name, loop in loops]
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stopping.set()
         self._close_stream()
         self._pending_ready.set()
-        self._tasks_due.set()
+        self.task_poller.stop()
         self._sync_due.set()
         if not self._events.full():
             self._events.put_nowait({})  # wakes _process
@@ -241,7 +250,7 @@ class Watcher:
             self._touch(refresh.target)
             self._queue({refresh.target})
         if refresh.tasks:
-            self._tasks_due.set()
+            self.task_poller.hint_event(message)
 
     def _touch(self, key: Key) -> None:
         """Note that an event or inspect explains a change to ``key`` (bounded by the number of objects)."""
@@ -330,33 +339,6 @@ class Watcher:
         self._timers.add(gevent.spawn_later(delay, self._queue, {key}))
 
     # ------------------------------------------------------------------ tasks and the safety net
-    def _reconcile_tasks(self) -> None:
-        listing_cost, last_listed = 0.0, 0.0
-        while not self._stopping.is_set():
-            if self._tasks_due.wait(self._settings.task_poll_interval):
-                self._stopping.wait(self._settings.task_debounce)
-            # A large cluster's task list is expensive (~50 ms per 1,000 tasks): however many events
-            # arrive, spend at most about a fifth of the time listing.
-            gap = last_listed + 4 * listing_cost - time.monotonic()
-            if gap > 0:
-                self._stopping.wait(gap)
-            self._tasks_due.clear()
-            if self._stopping.is_set() or not self._cache.freshness.synced or not self._reading:
-                continue
-            started = time.monotonic()
-            token = self._cache.write_token()
-            try:
-                tasks = self.client.list(ResourceKind.TASK)
-            except Exception as exc:
-                log.debug("task listing failed", extra={"error": str(exc)})
-                self._close_stream()  # wakes the event loop, which owns reconnecting
-                continue
-            self._cache.mark_contact()
-            if self._cache.apply_listing(ResourceKind.TASK, tasks, token) is None:
-                log.debug("task listing overtaken by a newer one; dropped")
-            last_listed = time.monotonic()
-            listing_cost = last_listed - started
-
     def _resync(self) -> None:
         while not self._stopping.is_set():
             overflowed = self._sync_due.wait(self._settings.resync_interval)

@@ -1,0 +1,231 @@
+"""Task polling whose cost follows change, not cluster size.
+
+Engine 20.10 emits no task events, so task states are found by listing. Listing every task each second
+costs the engine ~250 ms of CPU and the worker a 6.9 MB decode at 10,000 tasks; instead the poller lists
+only the tasks of services something says changed:
+
+- hints from the event stream (``hint_event``): a container event names its task's service (the manager's
+  own containers: on a single node, every task that runs), a service event names the service, a node event
+  may move tasks of any service (a full listing);
+- follow-ups: a hinted service is listed again ``follow_ups`` seconds later, because the manager records a
+  task's new state a moment after the container event that announced it;
+- a cheap signal: ``GET /services?status=true`` every ``counts_interval`` (stretched to 30x the call's
+  duration on a large engine) gives each service's running /
+  desired / completed task counts (about 1/5 of a task listing's engine CPU, 14 KB instead of 6.9 MB);
+  services whose counts moved are listed. This sees tasks on other nodes, which emit no events on the
+  manager, when they start or stop running. An engine client without counts gets a full listing at
+  this interval instead (the behaviour before this poller);
+- a full sweep every ``sweep_interval``, the safety net: it catches every change the signals miss (a task
+  on another node moving between states that leave the counts unchanged, e.g. assigned → preparing).
+
+Every listing is taken with a cache write token and applied with ``Cache.apply_listing`` (scoped to the
+service when it is one), so a listing older than one already applied is refused by the cache.
+Listings are decoded and indexed off the hub by the client (``DockerEngine.list_tasks``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import gevent
+import gevent.event
+
+from app.cache.listings import Listing, prepare_listing
+from app.cache.store import Cache
+from app.engine.client import EngineClient
+from app.resources import ResourceKind
+
+log = logging.getLogger(__name__)
+
+_SERVICE_LABEL = "com.docker.swarm.service.id"
+_NOISE_PREFIXES = ("exec_", "health_status", "top", "attach", "resize", "archive-path", "export", "commit")
+Counts = dict[str, tuple[int, int, int]]
+
+
+class _FetchFailed(Exception):
+    """An engine call of the poller failed (the connection's problem, not the poller's)."""
+
+
+class _Lister(Protocol):
+    def list_tasks(self, service_id: str | None = None) -> Listing: ...
+
+
+class _Counter(Protocol):
+    def service_counts(self) -> Counts: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPollSettings:
+    debounce: float = 0.1                        # gather hints this long before listing
+    follow_ups: tuple[float, ...] = (0.5, 1.5)   # list a hinted service again after these delays
+    counts_interval: float = 5.0                 # /services?status=true; 0 turns the signal off
+    sweep_interval: float = 60.0                 # full task listing, the safety net
+    max_services: int = 50                       # more services due at once: one full listing instead
+
+
+@dataclass(slots=True)
+class TaskPollStats:
+    service_listings: int = 0
+    full_listings: int = 0
+    counts_polls: int = 0
+    stale_listings: int = 0
+    failures: int = 0
+    last_full_duration: float | None = None
+    listed: dict[str, int] = field(default_factory=dict)   # service id → listings (bounded by services)
+
+
+class TaskPoller:
+    """Runs ``run`` in one greenlet (the watcher supervises it); ``hint*`` may be called from any greenlet."""
+
+    def __init__(self, client: Callable[[], EngineClient], cache: Cache, ready: Callable[[], bool],
+                 on_failure: Callable[[Exception], None], settings: TaskPollSettings | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._client = client
+        self._cache = cache
+        self._ready = ready
+        self._on_failure = on_failure
+        self.settings = settings or TaskPollSettings()
+        self._clock = clock
+        self.stats = TaskPollStats()
+        self._due: set[str] = set()
+        self._full_due = False
+        self._later: dict[str, list[float]] = {}   # service id → follow-up times still to come
+        self._counts: Counts | None = None
+        now = clock()
+        self._next_sweep = now + self.settings.sweep_interval
+        self._next_counts = now + self.settings.counts_interval
+        self._wake = gevent.event.Event()
+        self._stopping = gevent.event.Event()
+
+    # ------------------------------------------------------------------ signals
+    def hint(self, service_id: str | None) -> None:
+        """List this service's tasks soon (None: every task)."""
+        if service_id is None:
+            self._full_due = True
+        else:
+            self._due.add(service_id)
+            now = self._clock()
+            self._later[service_id] = [now + delay for delay in self.settings.follow_ups]
+        self._wake.set()
+
+    def hint_event(self, message: Mapping[str, Any]) -> None:
+        """Derive the hint an engine event carries, if any."""
+        event_type = str(message.get("Type") or "")
+        action = str(message.get("Action") or "")
+        actor = message.get("Actor") or {}
+        if event_type == "container" and not action.startswith(_NOISE_PREFIXES):
+            service_id = str((actor.get("Attributes") or {}).get(_SERVICE_LABEL) or "")
+            if service_id:
+                self.hint(service_id)
+        elif event_type == "service" and actor.get("ID"):
+            self.hint(str(actor["ID"]))
+        elif event_type == "node" and action != "create":
+            self.hint(None)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+
+    # ------------------------------------------------------------------ the loop
+    def run(self) -> None:
+        while not self._stopping.is_set():
+            if self._wake.wait(max(0.0, self._next_wake() - self._clock())):
+                self._stopping.wait(self.settings.debounce)
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            if not self._ready():
+                continue
+            try:
+                self.poll_once()
+            except _FetchFailed as failed:  # anything else is a bug: the watcher's supervisor logs it
+                exc = failed.__cause__ if isinstance(failed.__cause__, Exception) else failed
+                self.stats.failures += 1
+                log.info("task listing failed", extra={"error": str(exc)})
+                self._on_failure(exc)
+
+    def _next_wake(self) -> float:
+        times = [self._next_sweep]
+        if self.settings.counts_interval > 0:
+            times.append(self._next_counts)
+        times += [pending[0] for pending in self._later.values() if pending]
+        return min(times)
+
+    def poll_once(self) -> None:
+        """One round: work out what is due, list it, apply it."""
+        now = self._clock()
+        due, self._due = self._due, set()
+        for service_id, pending in list(self._later.items()):
+            while pending and pending[0] <= now:
+                pending.pop(0)
+                due.add(service_id)
+            if not pending:
+                del self._later[service_id]
+        full = self._full_due or now >= self._next_sweep
+        if not full and self.settings.counts_interval > 0 and now >= self._next_counts:
+            changed = self._changed_counts()
+            # The counts cost the engine time in proportion to its tasks (56 ms of CPU at 10,000):
+            # spend at most ~1/30 of the time on them, whatever the configured interval.
+            self._next_counts = self._clock() + max(self.settings.counts_interval,
+                                                    30 * (self._clock() - now))
+            if changed is None:
+                full = True
+            else:
+                due |= changed
+        if full or len(due) > self.settings.max_services:
+            self._full_due = False
+            self._list(None)
+            self._next_sweep = self._clock() + self.settings.sweep_interval
+            return
+        for service_id in sorted(due):
+            self._list(service_id)
+
+    def _changed_counts(self) -> set[str] | None:
+        """The services whose task counts moved since the last call; None when the engine client offers
+        no counts (then a full listing stands in for them, as before this poller existed)."""
+        client = self._client()
+        if not hasattr(client, "service_counts"):
+            return None
+        counter: _Counter = client  # type: ignore[assignment]
+        try:
+            counts = counter.service_counts()
+        except Exception as exc:
+            raise _FetchFailed from exc
+        self.stats.counts_polls += 1
+        previous, self._counts = self._counts, counts
+        if previous is None:
+            return set()
+        return {sid for sid in previous.keys() | counts.keys() if previous.get(sid) != counts.get(sid)}
+
+    def _list(self, service_id: str | None) -> None:
+        started = self._clock()
+        token = self._cache.write_token()
+        listing = self._fetch(service_id)
+        self._cache.mark_contact()
+        if self._cache.apply_listing(ResourceKind.TASK, listing, token, service_id=service_id) is None:
+            self.stats.stale_listings += 1
+        if service_id is None:
+            self.stats.full_listings += 1
+            self.stats.last_full_duration = self._clock() - started
+        else:
+            self.stats.service_listings += 1
+            if service_id in self.stats.listed or len(self.stats.listed) < 10_000:
+                self.stats.listed[service_id] = self.stats.listed.get(service_id, 0) + 1
+
+    def _fetch(self, service_id: str | None) -> Listing:
+        try:
+            return self._fetch_unguarded(service_id)
+        except Exception as exc:
+            raise _FetchFailed from exc
+
+    def _fetch_unguarded(self, service_id: str | None) -> Listing:
+        client = self._client()
+        if hasattr(client, "list_tasks"):
+            lister: _Lister = client  # type: ignore[assignment]
+            return lister.list_tasks(service_id)
+        # An engine client without scoped listings (test fakes): list everything, keep the scope.
+        return prepare_listing(ResourceKind.TASK, client.list(ResourceKind.TASK), service_id)
