@@ -60,8 +60,17 @@ def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
             responses.setdefault("304", {"description": "Not modified (If-None-Match / If-Modified-Since)."})
         if JSON in content and (not path.startswith("/api") or path.startswith("/api/errors")):
             content[JSON_V1] = copy.deepcopy(content[JSON])
+        if _takes_range(operation):
+            responses["206"] = {"description": "Part of the collection (Range: items a-b).",
+                                "headers": {"Content-Range": {"schema": {"type": "string"},
+                                                              "description": "items <first>-<last>/<total>"}},
+                                "content": copy.deepcopy(content)}
         content.update(copy.deepcopy(_HTML))
     return document
+
+
+def _takes_range(operation: dict[str, Any]) -> bool:
+    return any(p.get("in") == "header" and p.get("name") == "Range" for p in operation.get("parameters", []))
 
 
 def openapi_document(app: Flask) -> dict[str, Any]:

@@ -3,19 +3,29 @@ a failure with the reason, never a skip.
 
 Run pytest under ``python -m gevent.monkey --module pytest`` (scripts/test does), so the watcher's
 greenlets and the docker SDK's sockets cooperate inside the test process.
+
+Every response the integration tests get from Shoal (``requests`` to the gunicorn ``server`` fixture, the
+Flask test client of apps made by ``start_runtime_app``) is checked against the OpenAPI document served at
+``/api``: the status is documented for the operation (or ``default``), the Content-Type is one it
+lists, and a JSON body validates against its schema. A mismatch fails the test at teardown.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import docker
 import pytest
+from flask.testing import FlaskClient
 
 from app import create_app
 from app.config import Settings
@@ -78,9 +88,133 @@ def engine(docker_host: str) -> docker.APIClient:
     return check_engine(docker_host)
 
 
+# --------------------------------------------------------------------------- responses vs the OpenAPI document
+class OpenApiCheck:
+    """Checks responses against the document (jsonschema over ``components``, validators cached)."""
+
+    EXTENSIONS = (".json", ".html", ".atom")
+
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+        self.bases: set[str] = set()
+        self._document: dict[str, Any] | None = None
+        self._paths: list[tuple[re.Pattern[str], str]] = []
+        self._validators: dict[str, Any] = {}
+
+    @property
+    def document(self) -> dict[str, Any]:
+        if self._document is None:
+            response = create_app(Settings(), configure_logging=False).test_client().get("/api")
+            self._document = response.get_json()
+            self._paths = [(re.compile("^" + re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(path)) + "$"), path)
+                           for path in self._document["paths"]]
+            self._paths.sort(key=lambda item: "{" in item[1])   # literal paths before templates
+        return self._document
+
+    def _template(self, path: str) -> str | None:
+        self.document  # noqa: B018 (loads the paths)
+        candidates = [path] + [path[: -len(ext)] for ext in self.EXTENSIONS if path.endswith(ext)]
+        for candidate in candidates:
+            for pattern, template in self._paths:
+                if pattern.match(candidate):
+                    return template
+        return None
+
+    def _validator(self, schema: dict[str, Any]) -> Any:
+        from jsonschema import Draft202012Validator
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._validators:
+            self._validators[key] = Draft202012Validator({**schema, "components": self.document["components"]})
+        return self._validators[key]
+
+    def check(self, method: str, path: str, status: int, content_type: str, body: bytes | None) -> None:
+        where = f"{method} {path} → {status} {content_type}"
+        template = self._template(path)
+        # HEAD is GET without the body (RFC 9110 §9.3.2): the document describes GET only.
+        verb = "get" if method == "HEAD" else method.lower()
+        operation = self.document["paths"][template].get(verb) if template else None
+        if operation is None:
+            # Unknown paths and methods: a problem (or the dashboard shell for browsers).
+            responses = {"default": {"content": {"application/problem+json": {"schema": {
+                "$ref": "#/components/schemas/ProblemV1"}}, "text/html": {}}}}
+        else:
+            responses = operation.get("responses", {})
+        response = responses.get(str(status)) or (responses.get("default") if status >= 400 else None)
+        if response is None:
+            self.failures.append(f"{where}: status not documented ({sorted(responses)})")
+            return
+        content = response.get("content")
+        if status == 304 or method == "HEAD" or not content:
+            return
+        mimetype = content_type.split(";", 1)[0].strip().lower()
+        if mimetype not in content:
+            self.failures.append(f"{where}: Content-Type not documented ({sorted(content)})")
+            return
+        schema = content[mimetype].get("schema")
+        if schema is None or body is None or not (mimetype.endswith("json")):
+            return
+        try:
+            instance = json.loads(body)
+        except ValueError as exc:
+            self.failures.append(f"{where}: body is not JSON ({exc})")
+            return
+        errors = sorted(self._validator(schema).iter_errors(instance), key=lambda e: list(e.absolute_path))
+        if errors:
+            error = errors[0]
+            self.failures.append(f"{where}: {error.message[:300]} at {list(error.absolute_path)} "
+                                 f"({len(errors)} errors)")
+
+
+OPENAPI = OpenApiCheck()
+
+
+class CheckedFlaskClient(FlaskClient):
+    """The Flask test client of live apps, each response checked against the document."""
+
+    def open(self, *args: Any, **kwargs: Any) -> Any:
+        response = super().open(*args, **kwargs)
+        request = response.request
+        body = None if response.is_streamed else response.get_data()
+        OPENAPI.check(request.method, request.path, response.status_code, response.content_type or "", body)
+        return response
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _checked_requests() -> Iterator[None]:
+    """``requests`` to a registered Shoal server are checked (other traffic, e.g. the docker SDK, is not)."""
+    import requests
+
+    original = requests.Session.send
+
+    def send(session: requests.Session, prepared: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        response = original(session, prepared, **kwargs)
+        url = prepared.url or ""
+        base = next((b for b in OPENAPI.bases if url.startswith(b + "/")), None)
+        if base is not None:
+            path = urlsplit(url).path
+            body = None if kwargs.get("stream") else response.content
+            OPENAPI.check(prepared.method or "GET", path, response.status_code,
+                          response.headers.get("Content-Type", ""), body)
+        return response
+
+    requests.Session.send = send  # type: ignore[method-assign]
+    yield
+    requests.Session.send = original  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _openapi_conformance() -> Iterator[None]:
+    OPENAPI.failures.clear()
+    yield
+    failures, OPENAPI.failures[:] = list(OPENAPI.failures), []
+    assert not failures, "responses that disagree with /api:\n" + "\n".join(failures[:20])
+
+
 def start_runtime_app(host: str, **overrides: object):  # type: ignore[no-untyped-def]
     settings = Settings(docker_host=host, task_poll_interval=0.5, **overrides)  # type: ignore[arg-type]
     app = create_app(settings, configure_logging=False)
+    app.test_client_class = CheckedFlaskClient
     runtime = runtime_of(app)
     runtime.start()
     wait_for(lambda: runtime.cache.freshness.synced, 30, message="first full sync")
@@ -116,6 +250,7 @@ def server(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "gunicorn"), "-c", "gunicorn.conf.py", "wsgi:app"],
                                 cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
+    OPENAPI.bases.add(base)
     try:
         wait_for(lambda: requests.get(f"{base}/-/ready", timeout=2).status_code == 200, 30,
                  interval=0.2, message="gunicorn readiness")

@@ -11,12 +11,12 @@ from marshmallow import Schema
 
 from app.resources import ResourceKind
 from app.schemas.v1.envelopes import RESOURCE_SCHEMAS as V1_RESOURCES
-from app.schemas.v1.resources import StackDetailV1
+from app.schemas.v1.resources import StackMembersV1
 
 LATEST = 1
 _VERSIONS: dict[int, dict[ResourceKind, type[Schema]]] = {1: V1_RESOURCES}
 # Where the resource inside a detail envelope differs from its list item.
-_DETAIL_OVERRIDES: dict[int, dict[ResourceKind, type[Schema]]] = {1: {ResourceKind.STACK: StackDetailV1}}
+_DETAIL_OVERRIDES: dict[int, dict[ResourceKind, type[Schema]]] = {1: {ResourceKind.STACK: StackMembersV1}}
 
 
 @cache

@@ -39,6 +39,11 @@ class NodeReferenceV1(Schema):
 
 
 class ProblemV1(Schema):
+    """RFC 9457 problem; extension members beyond these may appear (the RFC allows them)."""
+
+    class Meta:
+        unknown = INCLUDE
+
     context = fields.String(data_key="@context")
     id_ = fields.String(data_key="@id")
     type_ = fields.String(data_key="@type")
@@ -49,7 +54,9 @@ class ProblemV1(Schema):
     instance = fields.String()
     requestId = fields.String()
     code = fields.String(metadata={"description": "stable error code, e.g. FLT002"})
-    position = fields.Integer(metadata={"description": "filter errors: 0-based offset in the expression"})
+    position = fields.Integer(allow_none=True, metadata={
+        "description": "filter errors: 0-based offset in the expression; null where it is not known"})
+    field = fields.String(metadata={"description": "FLT004: the unknown field"})
 
 
 class SpecChangeV1(Schema):
@@ -173,7 +180,7 @@ def _detail(kind: ResourceKind) -> type[Schema]:
         members["service"] = fields.Nested(ReferenceV1)
         members["node"] = fields.Nested(NodeReferenceV1, allow_none=True)
     elif kind is ResourceKind.STACK:
-        members["stack"] = fields.Nested(r.StackDetailV1)
+        members["stack"] = fields.Nested(r.StackMembersV1)
     else:
         members["services"] = fields.List(fields.Nested(ReferenceV1))
     return JsonLdV1.from_dict(members, name=f"{kind.spec.jsonld_type}DetailV1")

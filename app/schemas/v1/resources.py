@@ -109,7 +109,7 @@ class StackV1(_LinkedV1):
     volumes = fields.List(fields.String(), metadata={"description": "member volume names"})
 
 
-class StackDetailV1(_LinkedV1):
+class StackMembersV1(_LinkedV1):
     """A stack in its detail envelope: the member objects in full, each in its engine JSON."""
 
     name = fields.String()
