@@ -65,6 +65,7 @@ class WatcherSettings:
     backoff_max: float = 30.0
     event_buffer: int = 10_000      # events read but not yet processed; overflow drops them and resyncs
     inspect_attempts: int = 5       # tries of one inspect before it is left to the next resync
+    silence_grace: float = 2.0      # wait for late events before a resync's unannounced changes mean silence
 
 
 @dataclass(slots=True)
@@ -352,17 +353,26 @@ class Watcher:
                 log.warning("periodic resync failed", extra={"error": str(exc)})
                 self._touched |= explained
                 continue
-            explained |= self._touched
             if not overflowed:
                 self._check_silence(changes, explained)
 
     def _check_silence(self, changes: list[Change], explained: set[Key]) -> None:
-        """A periodic sync that changed objects no event announced: the stream is connected but silent."""
-        unexplained = sorted({(c.kind.value, c.id) for c in changes
-                              if c.kind in _EVENT_KINDS and c.action is not Action.REF_CHANGED
-                              and (c.kind, c.id) not in explained})
-        if unexplained and self._reading:
+        """A periodic sync that changed objects no event announced: the stream is connected but silent.
+
+        The sync may simply have been faster than the events announcing its changes (a busy hub), so the
+        verdict waits ``silence_grace`` for them, and is not given while read events wait in the buffer."""
+        def unexplained() -> list[tuple[str, str]]:
+            seen = explained | self._touched
+            return sorted({(c.kind.value, c.id) for c in changes
+                           if c.kind in _EVENT_KINDS and c.action is not Action.REF_CHANGED
+                           and (c.kind, c.id) not in seen})
+
+        if not unexplained():
+            return
+        self._stopping.wait(self._settings.silence_grace)
+        suspects = unexplained()
+        if suspects and self._reading and self._events.empty():
             self.stats.silent_streams += 1
             log.warning("resync found changes no event announced; reopening the event stream",
-                        extra={"unexplained": unexplained[:20], "count": len(unexplained)})
+                        extra={"unexplained": suspects[:20], "count": len(suspects)})
             self._close_stream()

@@ -37,7 +37,7 @@ SEED = 20261124
 # periodic resync (2 s here) is what finds the changes a silence swallowed.
 DELAY_SCALE, SILENCE_EVERY, SILENCE_FOR = 0.3, 3.0, 1.0
 SETTINGS = WatcherSettings(coalesce_window=0.05, inspectors=4, task_poll_interval=0.5, task_debounce=0.05,
-                           resync_interval=2.0, backoff_initial=0.2, backoff_max=2.0)
+                           resync_interval=2.0, backoff_initial=0.2, backoff_max=2.0, silence_grace=0.5)
 
 
 class Workload:
@@ -124,16 +124,7 @@ class Workload:
 
     def node_label(self) -> None:
         value = str(self.rng.randint(0, 9))
-        for _ in range(5):  # the node's version moves on its own (status): "update out of sequence", retry
-            node = self.client.nodes.list()[0]
-            spec = node.attrs["Spec"]
-            try:
-                node.update({**spec, "Labels": {**(spec.get("Labels") or {}), "coh.value": value}})
-                return
-            except docker.errors.APIError as exc:
-                if "out of sequence" not in str(exc):
-                    raise
-        raise AssertionError("the node label update kept conflicting")
+        _update_node_labels(self.client, lambda labels: {**labels, "coh.value": value})
 
     def cleanup(self) -> None:
         for service in self.services:
@@ -141,10 +132,22 @@ class Workload:
         for pool in (self.configs, self.secrets, self.networks, self.volumes):
             for obj in pool:
                 wait_for(lambda obj=obj: _removed(obj), 30, interval=0.5, message=f"removal of {obj.name}")
-        node = self.client.nodes.list()[0]
+        _update_node_labels(self.client, lambda labels: {k: v for k, v in labels.items()
+                                                         if not k.startswith("coh.")})
+
+
+def _update_node_labels(client: docker.DockerClient, change: Callable[[dict[str, str]], dict[str, str]]) -> None:
+    """The node's version moves on its own (status), so an update may be "out of sequence": re-read, retry."""
+    for _ in range(5):
+        node = client.nodes.list()[0]
         spec = node.attrs["Spec"]
-        labels = {k: v for k, v in (spec.get("Labels") or {}).items() if not k.startswith("coh.")}
-        node.update({**spec, "Labels": labels})
+        try:
+            node.update({**spec, "Labels": change(dict(spec.get("Labels") or {}))})
+            return
+        except docker.errors.APIError as exc:
+            if "out of sequence" not in str(exc):
+                raise
+    raise AssertionError("the node label update kept conflicting")
 
 
 def _retry_conflicts(service: Any, update: Callable[[], object]) -> None:

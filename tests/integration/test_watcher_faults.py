@@ -151,7 +151,7 @@ def test_events_are_read_while_a_full_sync_is_held(watch, client) -> None:
 def test_a_silent_stream_is_found_by_the_resync_and_reopened(watch, client,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     from dataclasses import replace
-    w = watch(replace(SETTINGS, resync_interval=0.5))
+    w = watch(replace(SETTINGS, resync_interval=0.5, silence_grace=0.5))
     syncs = w.watcher.stats.full_syncs
     wait_for(lambda: w.watcher.stats.full_syncs >= syncs + 3, 10, message="quiet resyncs")
     assert w.watcher.stats.silent_streams == 0  # the lab's own churn (a crashing service) is no false alarm

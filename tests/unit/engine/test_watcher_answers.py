@@ -184,7 +184,7 @@ def test_a_full_event_buffer_is_dropped_and_a_full_sync_scheduled(fake_engine: F
 
 def test_a_resync_that_finds_unannounced_changes_reopens_the_stream(fake_engine: FakeEngine,
                                                                    caplog: pytest.LogCaptureFixture) -> None:
-    running = started(fake_engine, replace(FAST, resync_interval=0.1))
+    running = started(fake_engine, replace(FAST, resync_interval=0.1, silence_grace=0.3))
     try:
         wait_until(lambda: running.watcher.stats.full_syncs >= 3, 2, message="quiet resyncs")
         assert len(fake_engine.streams) == 1 and running.watcher.stats.silent_streams == 0
@@ -200,7 +200,7 @@ def test_a_resync_that_finds_unannounced_changes_reopens_the_stream(fake_engine:
 
 
 def test_an_announced_change_does_not_reopen_the_stream(fake_engine: FakeEngine, holds: Holds) -> None:
-    running = started(fake_engine, replace(FAST, resync_interval=0.1))
+    running = started(fake_engine, replace(FAST, resync_interval=0.1, silence_grace=0.3))
     try:
         syncs = running.watcher.stats.full_syncs
         gate = holds.hold(lambda op, kind, _: op == "inspect" and kind is K.CONFIG)

@@ -22,7 +22,7 @@ K = ResourceKind
 SEED = 8_2026
 OPERATIONS = 1000
 QUIET_EVERY = 50
-SETTINGS = replace(FAST, resync_interval=0.3, task_poll_interval=0.05)
+SETTINGS = replace(FAST, resync_interval=0.3, task_poll_interval=0.05, silence_grace=0.1)
 
 
 class FakeWorkload:
@@ -174,6 +174,6 @@ def test_records_replay_exactly_under_injected_delays(fake_engine: FakeEngine) -
         counts = delayed.counts
         assert all(counts[name] > 0 for name in ("slow inspects", "slow listings", "held task listings",
                                                  "events dropped", "silences")), counts
-        assert watcher.stats.silent_streams > 0
+        assert watcher.stats.full_syncs > 1  # silent-stream detection itself: test_watcher_answers.py
     finally:
         watcher.stop(timeout=2)
