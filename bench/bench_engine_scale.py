@@ -1,0 +1,373 @@
+"""Shoal against a real engine holding 10,000 tasks: what the task poll costs the worker and the engine.
+
+    .venv/bin/python bench/bench_engine_scale.py [--repo DIR] [--label NAME] [--tasks 10000] [--detail-seconds 70]
+                                                 [--changes 20] [--keep] [--out bench/results/engine_scale.json]
+
+Starts (or reuses) the lab ``scale`` (SHOAL_LAB_DIR=/tmp/lab-scale), removes a leftover big service, starts
+gunicorn with the real watcher (as the ``server`` test fixture does; ``--repo`` runs another checkout's code,
+e.g. the commit before the TaskPoller, for the baseline), measures the worker's RSS, then creates the big
+service (``--tasks`` replicas whose constraint matches no node: real pending tasks without containers) and,
+once the cache holds them:
+
+1. detail latency: one keep-alive client alternating ``/tasks/{id}`` and ``/services/{id}`` for
+   ``--detail-seconds`` (longer than one full task sweep), p50/p99/max and the count over 50 ms;
+2. the hub stall seen from inside: not measurable from outside, so (1) stands for it;
+3. idle CPU over 60 s with no changes: the worker (/proc/<pid>/stat) and the lab's dockerd (its daemon
+   cgroup's cpuacct.usage, dockerd + containerd; measured again with Shoal stopped, as the lab's demo
+   stack keeps dockerd busy on its own); RSS of the worker in steady state, per task;
+4. task-state visibility: ``--changes`` times, kill the container of a small real service's task and time
+   from the engine showing the task's new state (polled directly, every 10 ms) to Shoal's ``/tasks/{id}``
+   showing it (polled every 10 ms); once idle, once with 200 keep-alive clients loading lists from a
+   separate process on 127.0.0.1.
+
+Every loop is bounded; only 127.0.0.1 and the lab's unix socket are contacted. Results: JSON to ``--out``
+(merged under ``--label``) and a summary on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import docker  # noqa: E402
+import requests  # noqa: E402
+
+from bench.timing import percentile  # noqa: E402
+
+LAB_DIR = "/tmp/lab-scale"
+LAB_NAME = "scale"
+BIG = "shoal-scale-big"
+PROBE = "shoal-scale-probe"
+
+
+# ------------------------------------------------------------------------------------------- the lab
+def lab_up() -> str:
+    env = {**os.environ, "SHOAL_LAB_DIR": LAB_DIR}
+    out = subprocess.run([str(REPO / "scripts" / "lab-swarm"), "up", "--name", LAB_NAME], env=env,
+                         capture_output=True, text=True, timeout=600, check=True).stdout
+    return [line.split("=", 1)[1] for line in out.splitlines() if line.startswith("DOCKER_HOST=")][-1]
+
+
+def daemon_cgroup() -> Path:
+    matches = sorted(Path("/sys/fs/cgroup/cpuacct/shoal-lab").glob(f"*-{LAB_NAME}/n1/daemon"))
+    if not matches:
+        raise SystemExit("the lab's daemon cgroup was not found")
+    return matches[0]
+
+
+def remove_service(api: docker.APIClient, name: str, timeout: float = 120) -> None:
+    services = [s for s in api.services(filters={"name": name}) if s["Spec"]["Name"] == name]
+    if not services:
+        return
+    sid = services[0]["ID"]
+    api.remove_service(sid)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(t["ServiceID"] == sid for t in api.tasks()):
+        time.sleep(1)
+
+
+def create_big(api: docker.APIClient, replicas: int) -> str:
+    spec = docker.types.TaskTemplate(
+        container_spec=docker.types.ContainerSpec("local/busybox:latest", ["sleep", "1000000"]),
+        placement=docker.types.Placement(constraints=["node.labels.nonexistent==1"]))
+    created = api.create_service(spec, name=BIG, mode=docker.types.ServiceMode("replicated", replicas=replicas))
+    sid = str(created["ID"])
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if len(api.tasks(filters={"service": sid})) >= replicas:
+            return sid
+        time.sleep(1)
+    raise SystemExit("the big service's tasks did not all appear within 300 s")
+
+
+def create_probe(api: docker.APIClient) -> str:
+    existing = api.services(filters={"name": PROBE})
+    if existing:
+        return str(existing[0]["ID"])
+    spec = docker.types.TaskTemplate(
+        container_spec=docker.types.ContainerSpec("local/busybox:latest", ["sleep", "1000000"], init=True,
+                                                  stop_grace_period=1_000_000_000),
+        restart_policy=docker.types.RestartPolicy("any", delay=0))
+    created = api.create_service(spec, name=PROBE, mode=docker.types.ServiceMode("replicated", replicas=1),
+                                 endpoint_spec=docker.types.EndpointSpec(mode="dnsrr"))
+    return str(created["ID"])
+
+
+def running_task(api: docker.APIClient, service_id: str, timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for task in api.tasks(filters={"service": service_id, "desired-state": "running"}):
+            if task["Status"]["State"] == "running" and task["Status"].get("ContainerStatus", {}).get("ContainerID"):
+                return dict(task)
+        time.sleep(0.1)
+    raise SystemExit("the probe service has no running task")
+
+
+# ------------------------------------------------------------------------------------------- the server
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_server(repo: Path, host: str, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {**os.environ, "SERVICE_DOCKER_HOST": host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
+           "SERVICE_LOG_LEVEL": "warning", "PYTHONPATH": str(repo)}
+    env.pop("SERVICE_CONFIG", None)
+    with log_path.open("w") as log:
+        proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "gunicorn"), "-c", "gunicorn.conf.py", "wsgi:app"],
+                                cwd=repo, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(f"{base}/-/ready", timeout=2).status_code == 200:
+                return proc, base
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise SystemExit(f"gunicorn did not become ready:\n{log_path.read_text()[-3000:]}")
+
+
+def worker_pid(master: int) -> int:
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    if len(children) != 1:
+        raise SystemExit(f"expected one gunicorn worker, found {children}")
+    return int(children[0])
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def state_of(body: dict[str, Any]) -> str | None:
+    task = body.get("task") or body
+    status = task.get("Status") or {}
+    state = status.get("State") or status.get("state") if isinstance(status, dict) else None
+    return state if isinstance(state, str) else None
+
+
+# ------------------------------------------------------------------------------------------- measurements
+def stats(samples: list[float]) -> dict[str, float]:
+    if not samples:
+        return {}
+    return {"n": len(samples), "p50_ms": round(percentile(samples, 50) * 1000, 1),
+            "p99_ms": round(percentile(samples, 99) * 1000, 1), "max_ms": round(max(samples) * 1000, 1)}
+
+
+def detail_latency(base: str, task_id: str, service_id: str, seconds: float) -> dict[str, Any]:
+    session = requests.Session()
+    samples: list[float] = []
+    urls = [f"{base}/tasks/{task_id}", f"{base}/services/{service_id}"]
+    deadline = time.monotonic() + seconds
+    i = 0
+    while time.monotonic() < deadline and i < 1_000_000:
+        started = time.monotonic()
+        response = session.get(urls[i % 2], timeout=10)
+        samples.append(time.monotonic() - started)
+        if response.status_code != 200:
+            raise SystemExit(f"{urls[i % 2]} answered {response.status_code}")
+        i += 1
+        time.sleep(0.01)
+    return {**stats(samples), "over_50ms": sum(s > 0.05 for s in samples)}
+
+
+def idle_cpu(pid: int, cgroup: Path, seconds: float = 60) -> dict[str, float]:
+    usage = cgroup / "cpuacct.usage"
+    w0, d0, t0 = cpu_seconds(pid), int(usage.read_text()), time.monotonic()
+    time.sleep(seconds)
+    w1, d1, t1 = cpu_seconds(pid), int(usage.read_text()), time.monotonic()
+    return {"worker_pct_core": round(100 * (w1 - w0) / (t1 - t0), 2),
+            "dockerd_pct_core": round(100 * (d1 - d0) / 1e9 / (t1 - t0), 2), "seconds": round(t1 - t0, 1)}
+
+
+def visibility(api: docker.APIClient, base: str, probe: str, changes: int) -> dict[str, Any]:
+    """Kill the probe's container; time engine state change → Shoal showing the same state."""
+    session = requests.Session()
+    lags: list[float] = []
+    misses = 0
+    for _ in range(changes):
+        task = running_task(api, probe)
+        task_id, container = task["ID"], task["Status"]["ContainerStatus"]["ContainerID"]
+        seen: dict[str, float] = {}
+
+        def watch_engine(task_id: str = task_id, seen: dict[str, float] = seen) -> None:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                state = api.inspect_task(task_id)["Status"]["State"]
+                if state != "running":
+                    seen["engine"], seen["state"] = time.monotonic(), state  # type: ignore[assignment]
+                    return
+                time.sleep(0.01)
+
+        watcher = threading.Thread(target=watch_engine)
+        watcher.start()
+        api.kill(container)
+        watcher.join(35)
+        if "engine" not in seen:
+            misses += 1
+            continue
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            response = session.get(f"{base}/tasks/{task_id}", timeout=10)
+            if response.status_code == 200 and state_of(response.json()) not in (None, "running"):
+                lags.append(max(0.0, time.monotonic() - seen["engine"]))
+                break
+            time.sleep(0.01)
+        else:
+            misses += 1
+    return {**stats(lags), "misses": misses}
+
+
+LOAD_SCRIPT = r"""
+import sys, time, gevent
+from gevent import monkey; monkey.patch_all()
+import http.client
+base_port, clients, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+paths = ["/services", "/tasks?limit=50", "/nodes", "/tasks?limit=20&offset=100"]
+done = [0]
+def client(i):
+    conn = http.client.HTTPConnection("127.0.0.1", base_port, timeout=30)
+    deadline = time.monotonic() + seconds
+    n = 0
+    while time.monotonic() < deadline and n < 1_000_000:
+        try:
+            conn.request("GET", paths[(i + n) % len(paths)]); conn.getresponse().read()
+            done[0] += 1
+        except Exception:
+            conn.close(); conn = http.client.HTTPConnection("127.0.0.1", base_port, timeout=30)
+            gevent.sleep(0.1)
+        n += 1
+gevent.joinall([gevent.spawn(client, i) for i in range(clients)])
+print(done[0])
+"""
+
+
+def with_load(base: str, clients: int, seconds: float) -> subprocess.Popen[str]:
+    port = base.rsplit(":", 1)[1]
+    return subprocess.Popen([str(REPO / ".venv" / "bin" / "python"), "-c", LOAD_SCRIPT, port, str(clients),
+                             str(seconds)], stdout=subprocess.PIPE, text=True)
+
+
+def loadavg() -> str:
+    return Path("/proc/loadavg").read_text().strip()
+
+
+# ------------------------------------------------------------------------------------------- main
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", type=Path, default=REPO, help="checkout whose app/ gunicorn runs")
+    parser.add_argument("--label", default="current")
+    parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--detail-seconds", type=float, default=65)
+    parser.add_argument("--idle-seconds", type=float, default=60)
+    parser.add_argument("--changes", type=int, default=20)
+    parser.add_argument("--load-clients", type=int, default=200)
+    parser.add_argument("--keep", action="store_true", help="leave the big service in place")
+    parser.add_argument("--reuse", action="store_true", help="reuse an existing big service (no RSS baseline)")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "engine_scale.json")
+    args = parser.parse_args()
+
+    host = lab_up()
+    api = docker.APIClient(base_url=host, version="1.41", timeout=120)
+    cgroup = daemon_cgroup()
+    result: dict[str, Any] = {"label": args.label, "repo": str(args.repo), "tasks": args.tasks,
+                              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                              "loadavg_start": loadavg(), "cpus": os.cpu_count()}
+    existing = api.services(filters={"name": BIG})
+    if existing and not args.reuse:
+        print("removing the leftover big service", flush=True)
+        remove_service(api, BIG)
+    probe = create_probe(api)
+    running_task(api, probe)
+    log_path = Path(f"/tmp/lab-scale/bench-{args.label}.log")
+    proc, base = start_server(args.repo, host, log_path)
+    try:
+        pid = worker_pid(proc.pid)
+        time.sleep(3)
+        result["rss_baseline_mb"] = round(rss_bytes(pid) / 2**20, 1)
+        print(f"server {base} worker {pid}; baseline RSS {result['rss_baseline_mb']} MB", flush=True)
+        if not (existing and args.reuse):
+            t0 = time.monotonic()
+            big = create_big(api, args.tasks)
+            result["big_created_s"] = round(time.monotonic() - t0, 1)
+        else:
+            big = str(existing[0]["ID"])
+        big_task = api.tasks(filters={"service": big})[0]["ID"]
+        deadline = time.monotonic() + 120
+        while requests.get(f"{base}/tasks/{big_task}", timeout=10).status_code != 200:
+            if time.monotonic() > deadline:
+                raise SystemExit("Shoal never showed the big service's tasks")
+            time.sleep(0.5)
+        time.sleep(5)
+        print("cache holds the big service; measuring detail latency", flush=True)
+        result["detail"] = detail_latency(base, big_task, big, args.detail_seconds)
+        print("detail", result["detail"], flush=True)
+        result["loadavg_idle"] = loadavg()
+        result["idle_cpu"] = idle_cpu(pid, cgroup, args.idle_seconds)
+        result["rss_steady_mb"] = round(rss_bytes(pid) / 2**20, 1)
+        result["rss_per_task_kb"] = round((result["rss_steady_mb"] - result["rss_baseline_mb"]) * 1024
+                                          / args.tasks, 2)
+        print("idle", result["idle_cpu"], "rss", result["rss_steady_mb"], flush=True)
+        result["visibility_idle"] = visibility(api, base, probe, args.changes)
+        print("visibility idle", result["visibility_idle"], flush=True)
+        load = with_load(base, args.load_clients, 3600)
+        try:
+            time.sleep(3)
+            result["loadavg_load"] = loadavg()
+            result["visibility_load"] = visibility(api, base, probe, args.changes)
+            print("visibility under load", result["visibility_load"], flush=True)
+            result["detail_load"] = detail_latency(base, big_task, big, 15)
+        finally:
+            load.kill()
+            load.wait(10)
+        result["rss_end_mb"] = round(rss_bytes(pid) / 2**20, 1)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    try:
+        # The same idle minute with Shoal stopped: what dockerd spends on the lab's own workload.
+        usage = cgroup / "cpuacct.usage"
+        d0, t0 = int(usage.read_text()), time.monotonic()
+        time.sleep(args.idle_seconds)
+        result["dockerd_pct_core_without_shoal"] = round(
+            100 * (int(usage.read_text()) - d0) / 1e9 / (time.monotonic() - t0), 2)
+        result["loadavg_end"] = loadavg()
+    finally:
+        if not args.keep:
+            remove_service(api, BIG)
+            remove_service(api, PROBE)
+    previous = json.loads(args.out.read_text()) if args.out.exists() else {}
+    previous[args.label] = result
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(previous, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

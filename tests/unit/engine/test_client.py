@@ -1,0 +1,101 @@
+"""DockerEngine (issue 8 §1/§4): every call has a timeout and a timeout is EngineUnavailable; task listings are
+decoded element by element (same result as json.loads) and refuse malformed bodies."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import gevent
+import pytest
+
+from app.engine.client import DockerEngine, EngineUnavailable, decode_array, decode_listing
+from app.resources import ResourceKind
+from tests.unit.objects import Raw
+
+
+@pytest.mark.parametrize("body", ["[]", " [ ] ", '[{"ID": "a", "Version": {"Index": 1}}]',
+                                  '\n[ {"ID":"a","X":[1,{"y":"]"}]} ,\t{"ID":"b"} ]\n'])
+def test_decode_array_agrees_with_json_loads(body: str) -> None:
+    assert decode_array(body.encode()) == json.loads(body)
+
+
+def test_decode_array_on_the_synthetic_cluster(objects: dict[ResourceKind, list[Raw]]) -> None:
+    body = json.dumps(objects[ResourceKind.TASK], indent=1).encode()
+    listing = decode_listing(body)
+    assert listing.raws == objects[ResourceKind.TASK] and listing.versioned
+
+
+@pytest.mark.parametrize("body", ['{"ID": "a"}', '[{"ID": "a"} {"ID": "b"}]', "[1,", ""])
+def test_a_malformed_listing_is_engine_unavailable(body: str) -> None:
+    with pytest.raises((EngineUnavailable, ValueError)):
+        decode_array(body.encode())
+
+
+@pytest.fixture
+def silent_engine(tmp_path: Path) -> Iterator[str]:
+    """A unix socket that accepts connections and never answers (a hung engine)."""
+    path = tmp_path / "hung.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(8)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            conn, _ = server.accept()
+            accepted.append(conn)
+
+    acceptor = gevent.spawn(accept)
+    yield f"unix://{path}"
+    acceptor.kill()
+    for conn in accepted:
+        conn.close()
+    server.close()
+
+
+@pytest.mark.parametrize("call", ["list_tasks", "service_counts", "inspect", "list"])
+def test_a_hung_engine_times_out_as_engine_unavailable(silent_engine: str, call: str) -> None:
+    engine = DockerEngine(silent_engine, timeout=0.3)
+    started = time.monotonic()
+    with pytest.raises(EngineUnavailable):
+        if call == "inspect":
+            engine.inspect(ResourceKind.SERVICE, "x")
+        elif call == "list":
+            engine.list(ResourceKind.SERVICE)
+        else:
+            getattr(engine, call)()
+    assert time.monotonic() - started < 3
+
+
+def test_a_listing_that_trickles_past_its_deadline_is_engine_unavailable(tmp_path: Path) -> None:
+    """Each read answers within the per-read timeout, but the whole body takes too long."""
+    path = tmp_path / "slow.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+
+    def trickle() -> None:
+        conn, _ = server.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        conn.sendall(b"1\r\n[\r\n")
+        for _ in range(200):  # bounded: 200 chunks of 300 KB, 50 ms apart
+            item = b'{"ID":"' + b"x" * 300_000 + b'"},'
+            conn.sendall(f"{len(item):x}\r\n".encode() + item + b"\r\n")
+            gevent.sleep(0.05)
+        conn.close()
+
+    feeder = gevent.spawn(trickle)
+    engine = DockerEngine(f"unix://{path}", timeout=2, listing_timeout=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(EngineUnavailable, match="longer than"):
+            engine.list_tasks()
+        assert time.monotonic() - started < 3
+    finally:
+        feeder.kill()
+        server.close()

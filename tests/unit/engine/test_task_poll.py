@@ -1,0 +1,288 @@
+"""TaskPoller with fakes (issue 8 §4): which services are listed for which signals, follow-ups, the engine's
+task counts, the full sweep, the write tokens passed to the cache, failures, and listings never decoded
+on the hub."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import gevent
+import pytest
+
+from app.cache.listings import Listing, prepare_listing
+from app.cache.store import Cache
+from app.engine.client import EngineUnavailable
+from app.engine.task_poll import TaskPoller, TaskPollSettings
+from app.resources import ResourceKind
+from tests.unit import objects as o
+from tests.unit.objects import Raw
+from tests.unit.support import wait_until
+
+K = ResourceKind
+SETTINGS = TaskPollSettings(debounce=0.0, follow_ups=(0.5, 1.5), counts_interval=2.0, sweep_interval=60.0,
+                            max_services=3)
+
+
+class Lister:
+    """An engine client with scoped task listings and counts; records every call and the token taken."""
+
+    def __init__(self, tasks: list[Raw], cache: Cache) -> None:
+        self.tasks = tasks
+        self.cache = cache
+        self.calls: list[tuple[str, str | None]] = []
+        self.tokens_after: list[int] = []   # a write token taken right after each listing call
+        self.counts: dict[str, tuple[int, int, int]] = {}
+        self.fail: Exception | None = None
+
+    def list_tasks(self, service_id: str | None = None) -> Listing:
+        if self.fail is not None:
+            raise self.fail
+        self.calls.append(("list", service_id))
+        self.tokens_after.append(self.cache.write_token())
+        return prepare_listing(K.TASK, [dict(t) for t in self.tasks], service_id)
+
+    def service_counts(self) -> dict[str, tuple[int, int, int]]:
+        if self.fail is not None:
+            raise self.fail
+        self.calls.append(("counts", None))
+        return dict(self.counts)
+
+    def list(self, kind: ResourceKind) -> list[Raw]:
+        raise AssertionError("the poller must use scoped listings when the client has them")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def cache(synced_cache: Cache) -> Cache:
+    return synced_cache
+
+
+@pytest.fixture
+def lister(cache: Cache, objects: dict[ResourceKind, list[Raw]]) -> Lister:
+    return Lister(objects[K.TASK], cache)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def poller(lister: Lister, cache: Cache, clock: Clock) -> TaskPoller:
+    return TaskPoller(lambda: lister, cache, lambda: True, lambda exc: None,  # type: ignore[arg-type,return-value]
+                      SETTINGS, clock=clock)
+
+
+def container_event(service_id: str, action: str = "die") -> dict[str, Any]:
+    return {"Type": "container", "Action": action,
+            "Actor": {"ID": "c" * 64, "Attributes": {"com.docker.swarm.service.id": service_id,
+                                                     "com.docker.swarm.task.id": o.TASK_WEB_1}}}
+
+
+def listed(lister: Lister) -> list[str | None]:
+    return [scope for op, scope in lister.calls if op == "list"]
+
+
+# --------------------------------------------------------------------------- which services are listed
+def test_a_container_event_lists_only_its_service(poller: TaskPoller, lister: Lister) -> None:
+    poller.hint_event(container_event(o.SVC_WEB))
+    poller.poll_once()
+    assert listed(lister) == [o.SVC_WEB]
+
+
+def test_noise_events_list_nothing(poller: TaskPoller, lister: Lister) -> None:
+    for action in ("exec_start: sh -c true", "exec_die", "health_status: healthy", "top"):
+        poller.hint_event(container_event(o.SVC_WEB, action))
+    poller.hint_event({"Type": "container", "Action": "die", "Actor": {"ID": "x", "Attributes": {}}})
+    poller.hint_event({"Type": "config", "Action": "update", "Actor": {"ID": o.CFG_OTHER}})
+    poller.poll_once()
+    assert listed(lister) == []
+
+
+def test_a_service_event_lists_that_service_and_a_node_event_lists_everything(
+        poller: TaskPoller, lister: Lister) -> None:
+    poller.hint_event({"Type": "service", "Action": "update", "Actor": {"ID": o.SVC_DB}})
+    poller.poll_once()
+    poller.hint_event({"Type": "node", "Action": "update", "Actor": {"ID": o.NODE_WORKER}})
+    poller.poll_once()
+    assert listed(lister) == [o.SVC_DB, None]
+
+
+def test_many_services_at_once_become_one_full_listing(poller: TaskPoller, lister: Lister) -> None:
+    for service_id in ("a", "b", "c", "d"):
+        poller.hint(service_id)
+    poller.poll_once()
+    assert listed(lister) == [None]
+
+
+def test_a_hinted_service_is_listed_again_at_each_follow_up(poller: TaskPoller, lister: Lister,
+                                                            clock: Clock) -> None:
+    poller.hint(o.SVC_WEB)
+    poller.poll_once()
+    for delay, expected in ((0.3, 1), (0.5, 2), (1.0, 2), (1.5, 3), (1.9, 3)):
+        clock.now = 1000.0 + delay
+        poller.poll_once()
+        assert len(listed(lister)) == expected, delay
+    assert set(listed(lister)) == {o.SVC_WEB}
+
+
+# --------------------------------------------------------------------------- the counts signal and the sweep
+def test_services_whose_task_counts_moved_are_listed(poller: TaskPoller, lister: Lister, clock: Clock) -> None:
+    lister.counts = {o.SVC_WEB: (2, 2, 0), o.SVC_DB: (1, 1, 0)}
+    clock.now += SETTINGS.counts_interval
+    poller.poll_once()                      # the first counts are the reference: nothing listed
+    assert listed(lister) == []
+    lister.counts = {o.SVC_WEB: (1, 2, 0), o.SVC_DB: (1, 1, 0), "new": (0, 1, 0)}
+    clock.now += 1.0
+    poller.poll_once()                      # not due yet
+    assert [op for op, _ in lister.calls].count("counts") == 1
+    clock.now += SETTINGS.counts_interval
+    poller.poll_once()
+    assert sorted(s for s in listed(lister) if s) == sorted([o.SVC_WEB, "new"])
+    clock.now += SETTINGS.counts_interval
+    poller.poll_once()                      # unchanged counts: nothing more
+    assert len(listed(lister)) == 2
+
+
+def test_the_full_sweep_runs_at_its_interval(poller: TaskPoller, lister: Lister, clock: Clock) -> None:
+    clock.now += SETTINGS.sweep_interval - 0.1
+    poller.poll_once()
+    assert None not in listed(lister)
+    clock.now += 0.1
+    poller.poll_once()
+    assert listed(lister) == [None]
+    clock.now += SETTINGS.sweep_interval / 2
+    poller.poll_once()
+    assert listed(lister) == [None]
+
+
+def test_a_client_without_counts_gets_a_full_listing_at_the_counts_interval(
+        cache: Cache, clock: Clock, objects: dict[ResourceKind, list[Raw]]) -> None:
+    class Plain:
+        calls = 0
+
+        def list(self, kind: ResourceKind) -> list[Raw]:
+            Plain.calls += 1
+            return [dict(t) for t in objects[K.TASK]]
+
+    poller = TaskPoller(lambda: Plain(), cache, lambda: True, lambda exc: None,  # type: ignore[arg-type,return-value]
+                        SETTINGS, clock=clock)
+    clock.now += SETTINGS.counts_interval
+    poller.poll_once()
+    assert Plain.calls == 1 and poller.stats.full_listings == 1
+
+
+# --------------------------------------------------------------------------- tokens and the cache
+def test_each_listing_is_applied_with_a_token_taken_before_the_call(poller: TaskPoller, lister: Lister,
+                                                                    cache: Cache) -> None:
+    applied: list[tuple[int, str | None]] = []
+    original = cache.apply_listing
+
+    def recording(kind, raws, token, service_id=None):  # type: ignore[no-untyped-def]
+        applied.append((token, service_id))
+        return original(kind, raws, token, service_id=service_id)
+
+    cache.apply_listing = recording  # type: ignore[method-assign]
+    poller.hint(o.SVC_WEB)
+    poller.hint(None)
+    poller.poll_once()
+    poller.hint(o.SVC_DB)
+    poller.poll_once()
+    assert [scope for _, scope in applied] == [None, o.SVC_DB]
+    assert all(token < after for (token, _), after in zip(applied, lister.tokens_after, strict=True))
+
+
+def test_a_changed_task_reaches_the_cache_through_a_scoped_listing(poller: TaskPoller, lister: Lister,
+                                                                   cache: Cache) -> None:
+    lister.tasks = [t for t in lister.tasks if t["ID"] != o.TASK_WEB_1]
+    lister.tasks.append(o.task(o.TASK_WEB_1, o.SVC_WEB, o.NODE_MANAGER, state="failed", version=99))
+    poller.hint_event(container_event(o.SVC_WEB))
+    poller.poll_once()
+    entry = cache.get(K.TASK, o.TASK_WEB_1)
+    assert entry is not None and entry.activation["state"] == "failed"
+
+
+# --------------------------------------------------------------------------- the loop
+@pytest.fixture
+def looping(lister: Lister, cache: Cache) -> Iterator[tuple[TaskPoller, list[Exception]]]:
+    failures: list[Exception] = []
+    poller = TaskPoller(lambda: lister, cache, lambda: True, failures.append,  # type: ignore[arg-type,return-value]
+                        TaskPollSettings(debounce=0.01, follow_ups=(), counts_interval=30, sweep_interval=30))
+    greenlet = gevent.spawn(poller.run)
+    yield poller, failures
+    poller.stop()
+    greenlet.join(2)
+    assert greenlet.dead
+
+
+def test_the_loop_lists_a_hinted_service_promptly(looping: tuple[TaskPoller, list[Exception]],
+                                                  lister: Lister) -> None:
+    poller, _ = looping
+    poller.hint(o.SVC_DB)
+    wait_until(lambda: listed(lister) == [o.SVC_DB], 1, message="the scoped listing")
+
+
+def test_an_engine_failure_is_reported_and_the_loop_goes_on(looping: tuple[TaskPoller, list[Exception]],
+                                                            lister: Lister) -> None:
+    poller, failures = looping
+    lister.fail = EngineUnavailable("connection refused")
+    poller.hint(o.SVC_DB)
+    wait_until(lambda: failures, 1, message="the failure callback")
+    assert isinstance(failures[0], EngineUnavailable)
+    lister.fail = None
+    poller.hint(o.SVC_WEB)
+    wait_until(lambda: o.SVC_WEB in listed(lister), 1, message="the next listing")
+
+
+def test_a_bug_in_applying_propagates_to_the_supervisor(poller: TaskPoller, cache: Cache) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("bug")
+
+    cache.apply_listing = broken  # type: ignore[method-assign]
+    poller.hint(o.SVC_WEB)
+    with pytest.raises(RuntimeError):
+        poller.poll_once()
+
+
+def test_nothing_is_listed_while_not_ready(lister: Lister, cache: Cache) -> None:
+    poller = TaskPoller(lambda: lister, cache, lambda: False, lambda exc: None,  # type: ignore[arg-type,return-value]
+                        TaskPollSettings(debounce=0.0, follow_ups=(), counts_interval=0.01, sweep_interval=0.02))
+    greenlet = gevent.spawn(poller.run)
+    poller.hint(o.SVC_WEB)
+    gevent.sleep(0.1)
+    poller.stop()
+    greenlet.join(1)
+    assert lister.calls == []
+
+
+# --------------------------------------------------------------------------- off the hub
+def test_the_docker_client_decodes_and_indexes_listings_in_the_threadpool(
+        monkeypatch: pytest.MonkeyPatch, objects: dict[ResourceKind, list[Raw]]) -> None:
+    import json
+
+    from app.engine import client as client_module
+
+    threads: list[int] = []
+    original = client_module.decode_array
+
+    def recording(body: bytes) -> list[Raw]:
+        threads.append(threading.get_ident())
+        return original(body)
+
+    monkeypatch.setattr(client_module, "decode_array", recording)
+    engine = client_module.DockerEngine("unix:///nonexistent.sock")
+    body = json.dumps(objects[K.TASK]).encode()
+    monkeypatch.setattr(engine, "_get_body", lambda path, params: body)
+    listing = engine.list_tasks(o.SVC_WEB)
+    hub_thread = gevent.get_hub().thread_ident
+    assert threads and all(ident != hub_thread for ident in threads)
+    assert set(listing.versions) == {t["ID"] for t in objects[K.TASK] if t["ServiceID"] == o.SVC_WEB}
