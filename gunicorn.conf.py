@@ -1,6 +1,10 @@
 """gunicorn settings: one gevent worker (the cache lives in the process), Runtime started in the worker.
 
 No ``preload_app``: the Docker client and greenlets must be created after gevent has patched the worker.
+Request limits are explicit and the same as under ``shoal`` (``app.http.server_errors`` documents them):
+the errors gunicorn writes itself (414, 431, 400 for a request that does not parse) are RFC 9457
+problems with a Request-Id and the security headers, written by :class:`ProblemGeventWorker`.
+
 A configuration error ends the master here with one line on stderr and status 2: gunicorn reports any
 *Exception* from this file as "Failed to read config file" plus a traceback, but lets SystemExit through.
 """
@@ -9,6 +13,8 @@ from __future__ import annotations
 
 import sys
 from typing import Any
+
+from gunicorn.workers.ggevent import GeventWorker
 
 from app.config import ConfigError, load_settings, log_report
 from app.logconfig import dict_config
@@ -19,8 +25,30 @@ except ConfigError as exc:
     print(f"shoal: configuration error: {exc}", file=sys.stderr, flush=True)
     raise SystemExit(2) from None
 
+
+
+class ProblemGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn is untyped
+    """gunicorn's gevent worker whose own error answers are problems (``app.http.server_errors``).
+
+    gunicorn writes them through ``gunicorn.util.write_error``; the worker replaces that function in its
+    own process only, once gevent has patched it and the app is loaded (the master never imports the app)."""
+
+    def load_wsgi(self) -> None:
+        super().load_wsgi()
+        from gunicorn import util
+
+        from app.http.server_errors import gunicorn_error_writer
+
+        util.write_error = gunicorn_error_writer(base_path=_settings.base_path, tls=_settings.tls_enabled)
+
+
 bind = str(_settings.listen_addr)       # gunicorn's own -b/--bind and GUNICORN_CMD_ARGS win
-worker_class = "gevent"
+worker_class = ProblemGeventWorker
+# Request limits (the same under ``shoal``: app.http.server_errors): request line 8190 bytes (414 over it),
+# 100 header fields and 8190 bytes per field (431 over them).
+limit_request_line = 8190
+limit_request_fields = 100
+limit_request_field_size = 8190
 workers = 1
 worker_connections = 2000          # well above the 256 + 128 + 64 stream caps plus ordinary requests
 timeout = 30

@@ -19,9 +19,17 @@ import signal  # noqa: E402
 import socket  # noqa: E402
 import stat  # noqa: E402
 import sys  # noqa: E402
+from http import client as http_client  # noqa: E402
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
-from gevent.pywsgi import WSGIServer  # noqa: E402
+from gevent.pywsgi import WSGIHandler, WSGIServer  # noqa: E402
+
+from app.http.server_errors import (  # noqa: E402
+    HEADER_FIELD_SIZE_LIMIT,
+    HEADER_FIELDS_LIMIT,
+    REQUEST_LINE_LIMIT,
+    problem_bytes,
+)
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -32,9 +40,60 @@ BACKLOG = 128
 log = logging.getLogger(__name__)
 
 
+class _TooLarge(ValueError):
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+
+
+class ProblemHandler(WSGIHandler):  # type: ignore[misc]  # gevent is untyped
+    """gevent's request handler with the same request limits as gunicorn (``app.http.server_errors``) and
+    the same problem answers when a request is over them or does not parse (gevent's own are bare)."""
+
+    def read_request(self, raw_requestline: str) -> Any:
+        if len(raw_requestline.rstrip("\r\n")) > REQUEST_LINE_LIMIT:
+            raise _TooLarge(414, f"The request line is longer than {REQUEST_LINE_LIMIT} bytes.")
+        try:
+            result = super().read_request(raw_requestline)
+        except ValueError:
+            if getattr(self.headers, "status", "") == "Line too long":
+                raise _TooLarge(431, "A header field is too long.") from None
+            raise
+        if len(self.headers) > HEADER_FIELDS_LIMIT:
+            raise _TooLarge(431, f"More than {HEADER_FIELDS_LIMIT} header fields.")
+        if any(len(name) + 1 + len(value) > HEADER_FIELD_SIZE_LIMIT for name, value in self.headers.items()):
+            raise _TooLarge(431, f"A header field is longer than {HEADER_FIELD_SIZE_LIMIT} bytes.")
+        return result
+
+    def _handle_client_error(self, ex: Exception) -> tuple[str, bytes]:
+        if isinstance(ex, _TooLarge):
+            self.log_error("Invalid request (from %s): %s", self.client_address, ex)
+            return str(ex.status), str(ex).encode()
+        if isinstance(ex, http_client.HTTPException):   # http.client's own header count limit
+            self.log_error("Invalid request (from %s): %s", self.client_address, ex)
+            return "431", f"More than {HEADER_FIELDS_LIMIT} header fields.".encode()
+        status, _ = super()._handle_client_error(ex)
+        return str(status), b"The request does not parse as HTTP/1.1."
+
+    def handle_one_request(self) -> Any:
+        result = super().handle_one_request()
+        if isinstance(result, tuple):
+            status, detail = result
+            text = detail.decode("latin-1") if isinstance(detail, bytes) and not detail.startswith(b"HTTP/") else ""
+            if not text:
+                text = "The request line is too long." if str(status) == "414" else "The request is malformed."
+            return status, problem_bytes(int(status), text, base_path=self.server.problem_base_path,
+                                         tls=self.server.problem_tls)
+        return result
+
+
 class Server(WSGIServer):  # type: ignore[misc]  # gevent is untyped
     """gevent's WSGI server; a failed TLS handshake (say, plain HTTP on the HTTPS port) is one log line,
-    not a greenlet traceback."""
+    not a greenlet traceback. Requests are read by :class:`ProblemHandler`."""
+
+    handler_class = ProblemHandler
+    problem_base_path = ""
+    problem_tls = False
 
     def wrap_socket_and_handle(self, client_socket: socket.socket, address: Any) -> Any:
         try:
@@ -95,7 +154,9 @@ def build_server(app: Flask, settings: Settings) -> Server:
     tls: dict[str, Any] = {}
     if settings.tls_cert is not None and settings.tls_key is not None:
         tls["ssl_context"] = tls_context(settings.tls_cert, settings.tls_key)
-    return Server(listener, app, log=None, error_log=logging.getLogger("shoal.server"), **tls)
+    server = Server(listener, app, log=None, error_log=logging.getLogger("shoal.server"), **tls)
+    server.problem_base_path, server.problem_tls = settings.base_path, settings.tls_enabled
+    return server
 
 
 def _cleanup(address: ListenAddress) -> None:

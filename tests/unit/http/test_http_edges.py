@@ -115,3 +115,56 @@ def test_no_redirect_uses_the_clients_host(client: FlaskClient) -> None:
         location = response.headers.get("Location", "")
         assert "evil.example" not in location, (path, location)
         assert not location.startswith("//"), (path, location)
+
+
+# --------------------------------------------------------------------------- /api agrees with responses (point 5)
+def test_the_document_describes_what_is_served(client: FlaskClient) -> None:
+    document = client.get("/api").get_json()
+    schemas = document["components"]["schemas"]
+    stack = schemas["StackDetailV1"]["properties"]["stack"]["$ref"]
+    assert stack != "#/components/schemas/StackDetailV1"
+    assert "services" in schemas[stack.rsplit("/", 1)[1]]["properties"]
+    problem = schemas["ProblemV1"]["properties"]
+    assert "field" in problem and "null" in problem["position"]["type"]
+    for kind in ResourceKind:
+        responses = document["paths"][kind.spec.path]["get"]["responses"]
+        assert "Content-Range" in responses["206"]["headers"], kind
+
+
+# --------------------------------------------------------------------------- server errors (point 8)
+def test_server_error_answers_carry_the_same_security_headers(client: FlaskClient) -> None:
+    from app.http.security import security_headers
+
+    served = client.get("/no/such/path").headers
+    for name, value in security_headers(tls=False):
+        assert served[name] == value
+
+
+def test_gunicorn_and_shoal_use_the_same_request_limits() -> None:
+    import runpy
+    from pathlib import Path
+
+    from app.http import server_errors
+
+    conf = runpy.run_path(str(Path(__file__).resolve().parents[3] / "gunicorn.conf.py"))
+    assert conf["limit_request_line"] == server_errors.REQUEST_LINE_LIMIT
+    assert conf["limit_request_fields"] == server_errors.HEADER_FIELDS_LIMIT
+    assert conf["limit_request_field_size"] == server_errors.HEADER_FIELD_SIZE_LIMIT
+    assert conf["worker_class"].__name__ == "ProblemGeventWorker"
+
+
+def test_a_server_problem_is_a_complete_http_response() -> None:
+    import json
+
+    from app.http.server_errors import problem_bytes
+
+    raw = problem_bytes(431, "x" * 500, base_path="/shoal", tls=True)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "HTTP/1.1 431 Request Header Fields Too Large"
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    assert int(headers["Content-Length"]) == len(body)
+    assert headers["Strict-Transport-Security"].startswith("max-age=")
+    problem = json.loads(body)
+    assert problem["requestId"] == headers["Request-Id"] and problem["@context"] == "/shoal/api/context.jsonld"
+    assert len(problem["detail"]) == 200
