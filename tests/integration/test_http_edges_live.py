@@ -62,6 +62,8 @@ OVERSIZED = {
                                + b"".join(b"X-F%d: 1\r\n" % i for i in range(150)) + b"\r\n", 431),
     "header field over the limit": (b"GET /services HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 9000 + b"\r\n\r\n", 431),
     "malformed request line": (b"GET\x01 /services HTTP/1.1 extra\r\nHost: x\r\n\r\n", 400),
+    "content length of 5,000 digits": (b"GET /services HTTP/1.1\r\nHost: x\r\nContent-Length: " + b"9" * 5000
+                                       + b"\r\n\r\n", 400),
 }
 
 
