@@ -8,6 +8,7 @@ fixture, never at import time.
 from __future__ import annotations
 
 import logging.config
+import time
 from pathlib import Path
 
 from flask import Flask
@@ -39,6 +40,7 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
         API_TITLE="Shoal", API_VERSION=VERSION, OPENAPI_VERSION="3.1.0",
         API_SPEC_OPTIONS={"info": {"description": "Docker Swarm state, cached and served as JSON-LD."}},
         JSON_SORT_KEYS=False,
+        SHOAL_STARTED_AT=time.time(),   # floor of Last-Modified (app.http.respond.last_modified)
     )
     app.extensions[EXTENSION_KEY] = Runtime(settings)
     init_http(app)

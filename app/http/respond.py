@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Response, request
+from flask import Response, current_app, request
 
 from app.cache.entries import Entry
 from app.cache.store import Cache
@@ -99,17 +99,18 @@ def detail(entry: Entry) -> Response:
 
 
 def last_modified(cache: Cache, entry: Entry) -> datetime | None:
-    """The later of the object's own engine time and the cache's latest ``ref_changed`` record for it
-    (its embedded tasks, services, names... changed: ``app.cache.refs`` lists what each detail embeds),
-    so ``If-Modified-Since`` never hides such a change. A kind without an engine time of its own (stacks)
-    gets none: what it embeds is then not dated as a whole."""
+    """The latest of the object's own engine time, the cache's latest ``ref_changed`` record for it (its
+    embedded tasks, services, names... changed: ``app.cache.refs`` lists what each detail embeds) and
+    the app's start (``SHOAL_STARTED_AT``): what changed in embedded parts before this process watched
+    is not dated, and a client's date from an earlier process must not earn a 304. A kind without an
+    engine time of its own (stacks) gets none: what it embeds is then not dated as a whole."""
     own = parse_engine_time(entry.updated)
     if own is None:
         return None
-    ref_time = cache.ref_changed_at(entry.kind, entry.id)
-    if ref_time is None:
-        return own
-    return max(own, datetime.fromtimestamp(ref_time, UTC))
+    started = current_app.config.get("SHOAL_STARTED_AT")
+    times = [own] + [datetime.fromtimestamp(t, UTC) for t in (cache.ref_changed_at(entry.kind, entry.id), started)
+                     if isinstance(t, (int, float))]
+    return max(times)
 
 
 def _paging_links(page: Page) -> list[str]:

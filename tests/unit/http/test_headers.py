@@ -21,7 +21,9 @@ SECURITY_HEADERS = ("X-Content-Type-Options", "X-Frame-Options", "Referrer-Polic
 
 @pytest.fixture
 def client(shared_client: FlaskClient) -> FlaskClient:
-    """Tests that only read share one app; tests that break things use ``harness``."""
+    """Tests that only read share one app; tests that break things use ``harness``. Last-Modified is
+    floored at the app's start: 0 here, so the fixture's engine times show."""
+    shared_client.application.config["SHOAL_STARTED_AT"] = 0.0
     return shared_client
 
 
@@ -109,6 +111,7 @@ def test_last_modified_per_kind(client: FlaskClient, path: str, expected: str) -
     ("2024-05-04T09:15:00.5Z", "Sat, 04 May 2024 09:15:00 GMT"),
 ])
 def test_last_modified_honours_the_engines_utc_offset(harness: Harness, created: str, expected: str) -> None:
+    harness.app.config["SHOAL_STARTED_AT"] = 0.0
     harness.cache.upsert(ResourceKind.VOLUME, {**o.volume("tz-volume"), "CreatedAt": created})
     client = harness.app.test_client()
     response = client.get("/volumes/tz-volume")

@@ -20,6 +20,7 @@ DETAIL = f"/services/{o.SVC_WEB}"
 
 # --------------------------------------------------------------------------- Last-Modified (point 2)
 def test_if_modified_since_sees_a_change_of_an_embedded_task(harness: Harness) -> None:
+    harness.app.config["SHOAL_STARTED_AT"] = 0.0   # the fixture's engine times, not the app's start
     client = harness.app.test_client()
     first = client.get(DETAIL)
     since = first.headers["Last-Modified"]
@@ -36,6 +37,16 @@ def test_if_modified_since_sees_a_change_of_an_embedded_task(harness: Harness) -
     assert again.status_code == 200
     assert again.get_data() != first.get_data()
     assert again.headers["Last-Modified"] != since
+
+
+def test_last_modified_is_never_before_the_app_started(harness: Harness) -> None:
+    """A restarted service has no record of what its details embedded before: a client's date from the
+    previous process (after the engine time, before this start) must not earn a 304."""
+    client = harness.app.test_client()
+    started = harness.app.config["SHOAL_STARTED_AT"]
+    response = client.get(DETAIL)
+    assert response.last_modified is not None and response.last_modified.timestamp() >= int(started)
+    assert client.get(DETAIL, headers={"If-Modified-Since": "Fri, 03 May 2024 00:00:00 GMT"}).status_code == 200
 
 
 def test_a_stack_detail_has_no_last_modified(client: FlaskClient) -> None:
