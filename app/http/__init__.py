@@ -40,7 +40,7 @@ def _relative_redirect() -> WerkzeugResponse | None:
     if not isinstance(exc, RequestRedirect):
         return None
     target = urlsplit(exc.new_url)
-    path = request.script_root + "/" + target.path.lstrip("/")
+    path = "/" + target.path.lstrip("/")   # werkzeug's target already holds the base path (SCRIPT_NAME)
     suffix = request.environ.get(SUFFIX_KEY)
     location = path + (suffix if isinstance(suffix, str) else "") + (f"?{target.query}" if target.query else "")
     return redirect(location, exc.code)

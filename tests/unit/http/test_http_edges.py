@@ -179,3 +179,15 @@ def test_a_server_problem_is_a_complete_http_response() -> None:
     problem = json.loads(body)
     assert problem["requestId"] == headers["Request-Id"] and problem["@context"] == "/shoal/api/context.jsonld"
     assert len(problem["detail"]) == 200
+
+
+def test_a_routing_redirect_is_relative_and_keeps_the_base_path() -> None:
+    from tests.fakes import FakeEngine
+    from tests.unit.objects import cluster
+    from tests.unit.support import build_harness
+
+    harness = build_harness(FakeEngine(cluster()), base_path="/shoal")
+    harness.app.add_url_rule("/probe/", "probe", lambda: "ok")   # a trailing-slash rule werkzeug redirects to
+    response = harness.app.test_client().get("/shoal/probe.json?x=1", headers={"Host": "evil.example"})
+    assert response.status_code == 308
+    assert response.headers["Location"] == "/shoal/probe/.json?x=1"
