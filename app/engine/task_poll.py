@@ -75,6 +75,7 @@ class TaskPollStats:
     stale_listings: int = 0
     failures: int = 0
     last_full_duration: float | None = None
+    max_apply_seconds: float = 0.0   # the longest time one listing's apply held the hub
     listed: dict[str, int] = field(default_factory=dict)   # service id → listings (bounded by services)
 
 
@@ -206,8 +207,17 @@ class TaskPoller:
         token = self._cache.write_token()
         listing = self._fetch(service_id)
         self._cache.mark_contact()
-        if self._cache.apply_listing(ResourceKind.TASK, listing, token, service_id=service_id) is None:
+        applying = self._clock()
+        changes = self._cache.apply_listing(ResourceKind.TASK, listing, token, service_id=service_id)
+        applied = self._clock()
+        self.stats.max_apply_seconds = max(self.stats.max_apply_seconds, applied - applying)
+        if changes is None:
             self.stats.stale_listings += 1
+        if service_id is None or applied - started > 0.5:
+            log.info("task listing", extra={"service": service_id, "tasks": len(listing),
+                                            "changes": None if changes is None else len(changes),
+                                            "fetch_ms": round((applying - started) * 1000, 1),
+                                            "apply_ms": round((applied - applying) * 1000, 1)})
         if service_id is None:
             self.stats.full_listings += 1
             self.stats.last_full_duration = self._clock() - started
