@@ -40,7 +40,8 @@ class Tombstones:
 
     def discard(self, key: Key) -> None:
         """Forget a removal because the object exists again (its entry now carries the newer time)."""
-        self._removed.pop(key, None)
+        if self._removed:  # hashing a key costs a Python call (ResourceKind.__hash__): skip it when empty
+            self._removed.pop(key, None)
 
     def removed_at(self, key: Key) -> int | None:
         found = self._removed.get(key)
