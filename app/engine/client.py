@@ -45,6 +45,10 @@ class EngineUnavailable(Exception):
     """The engine did not answer (connection refused, reset, timed out) or answered with a 5xx."""
 
 
+class ServiceGone(LookupError):
+    """A task listing scoped to a service the engine no longer has (404): its tasks are being reaped."""
+
+
 class EventStream(Protocol):
     def __iter__(self) -> Iterator[Raw]: ...
     def close(self) -> None: ...
@@ -96,7 +100,12 @@ class DockerEngine:
     def list_tasks(self, service_id: str | None = None) -> Listing:
         """Every task, or one service's tasks, decoded and indexed in the threadpool (see the module doc)."""
         params = None if service_id is None else {"filters": json.dumps({"service": [service_id]})}
-        body = self._get_body("/tasks", params)
+        try:
+            body = self._get_body("/tasks", params)
+        except docker.errors.NotFound as exc:
+            if service_id is None:
+                raise EngineUnavailable(str(exc)) from exc
+            raise ServiceGone(service_id) from exc
         with _engine_errors():
             listing: Listing = gevent.get_hub().threadpool.apply(decode_listing, (body, service_id))
         return listing

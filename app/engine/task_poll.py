@@ -18,6 +18,10 @@ only the tasks of services something says changed:
 - a full sweep every ``sweep_interval``, the safety net: it catches every change the signals miss (a task
   on another node moving between states that leave the counts unchanged, e.g. assigned → preparing).
 
+A listing scoped to a service the engine no longer has is answered 404 while the engine still reaps that
+service's tasks: one full listing shows which remain (it is not a connection failure; treating it as one
+closed the event stream and served stale for a second or two after every service removal).
+
 Every listing is taken with a cache write token and applied with ``Cache.apply_listing`` (scoped to the
 service when it is one), so a listing older than one already applied is refused by the cache.
 Listings are decoded and indexed off the hub by the client (``DockerEngine.list_tasks``).
@@ -36,7 +40,7 @@ import gevent.event
 
 from app.cache.listings import Listing, prepare_listing
 from app.cache.store import Cache
-from app.engine.client import EngineClient
+from app.engine.client import EngineClient, ServiceGone
 from app.resources import ResourceKind
 
 log = logging.getLogger(__name__)
@@ -182,8 +186,17 @@ class TaskPoller:
             self._list(None)
             self._next_sweep = self._clock() + self.settings.sweep_interval
             return
+        gone = False
         for service_id in sorted(due):
-            self._list(service_id)
+            try:
+                self._list(service_id)
+            except ServiceGone:
+                # A removed service: the engine refuses to list its tasks while it still reaps them, so
+                # only a full listing shows which remain (not a failure of the connection).
+                gone = True
+        if gone:
+            self._list(None)
+            self._next_sweep = self._clock() + self.settings.sweep_interval
 
     def _changed_counts(self) -> set[str] | None:
         """The services whose task counts moved since the last call; None when the engine client offers
@@ -229,6 +242,8 @@ class TaskPoller:
     def _fetch(self, service_id: str | None) -> Listing:
         try:
             return self._fetch_unguarded(service_id)
+        except ServiceGone:
+            raise
         except Exception as exc:
             raise _FetchFailed from exc
 

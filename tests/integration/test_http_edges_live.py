@@ -195,9 +195,8 @@ def test_last_modified_moves_when_a_task_of_the_service_changes(server: str, dcl
 
 
 def settle(server: str, quiet: float = 3.0, timeout: float = 30.0) -> None:
-    """Wait until the server has said ``Cache-Freshness: live`` for ``quiet`` seconds in a row: removing a
-    service flips it to stale for a second or two on this main (the watcher's doing), and the next test
-    of the shared server (test_api_server's freshness check) must not see that."""
+    """Wait until the server has said ``Cache-Freshness: live`` for ``quiet`` seconds in a row: the next test
+    of the shared server (test_api_server's freshness check) must not see a stale moment from this one."""
     deadline, live_since = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
         live = requests.get(f"{server}/-/ready", timeout=10).status_code == 200 and \

@@ -107,3 +107,23 @@ def test_a_scoped_listing_holds_only_that_services_tasks(docker_host: str, servi
     pending, _ = services
     listing = DockerEngine(docker_host, "1.41").list_tasks(pending.id)
     assert len(listing) == PENDING and {raw["ServiceID"] for raw in listing.raws} == {pending.id}
+
+
+def test_removing_a_service_keeps_the_stream_live_and_drops_its_tasks(
+        watcher: Watcher, client: docker.DockerClient) -> None:
+    """The engine answers 404 to a task listing scoped to a removed service; that used to count as a broken
+    connection (event stream closed, Cache-Freshness stale for 1-2 s)."""
+    cache = watcher._cache
+    service = sleeper(client, f"shoal-it-gone-{uuid.uuid4().hex[:6]}", replicas=2,
+                      labels={TEST_LABEL: "task-poll"})
+    wait_for(lambda: len(cache.task_ids_of_service(service.id)) == 2, 60, interval=0.1,
+             message="the service's two tasks in the cache")
+    reconnects, failures = watcher.stats.reconnects, watcher.task_poller.stats.failures
+    service.remove()
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        assert cache.freshness.connected, "the event stream was dropped after a service removal"
+        time.sleep(0.02)
+    assert (watcher.stats.reconnects, watcher.task_poller.stats.failures) == (reconnects, failures)
+    wait_for(lambda: not cache.task_ids_of_service(service.id), 30, interval=0.1,
+             message="the removed service's tasks to leave the cache")

@@ -13,7 +13,7 @@ import pytest
 
 from app.cache.listings import Listing, prepare_listing
 from app.cache.store import Cache
-from app.engine.client import EngineUnavailable
+from app.engine.client import EngineUnavailable, ServiceGone
 from app.engine.task_poll import TaskPoller, TaskPollSettings
 from app.resources import ResourceKind
 from tests.unit import objects as o
@@ -35,10 +35,14 @@ class Lister:
         self.tokens_after: list[int] = []   # a write token taken right after each listing call
         self.counts: dict[str, tuple[int, int, int]] = {}
         self.fail: Exception | None = None
+        self.gone: set[str] = set()   # services the engine no longer has (404 on a scoped listing)
 
     def list_tasks(self, service_id: str | None = None) -> Listing:
         if self.fail is not None:
             raise self.fail
+        if service_id in self.gone:
+            self.calls.append(("gone", service_id))
+            raise ServiceGone(service_id)
         self.calls.append(("list", service_id))
         self.tokens_after.append(self.cache.write_token())
         return prepare_listing(K.TASK, [dict(t) for t in self.tasks], service_id)
@@ -241,6 +245,22 @@ def test_an_engine_failure_is_reported_and_the_loop_goes_on(looping: tuple[TaskP
     lister.fail = None
     poller.hint(o.SVC_WEB)
     wait_until(lambda: o.SVC_WEB in listed(lister), 1, message="the next listing")
+
+
+def test_a_removed_service_is_no_failure_and_its_tasks_are_found_by_a_full_listing(
+        looping: tuple[TaskPoller, list[Exception]], lister: Lister, cache: Cache) -> None:
+    """The engine answers 404 to a listing scoped to a removed service while it still reaps the tasks;
+    treating that as a broken connection closed the event stream (Cache-Freshness stale for 1-2 s)."""
+    poller, failures = looping
+    lister.gone = {o.SVC_WEB, o.SVC_DB}
+    lister.tasks = [t for t in lister.tasks if t["ServiceID"] != o.SVC_WEB]
+    poller.hint(o.SVC_WEB)
+    poller.hint(o.SVC_DB)
+    wait_until(lambda: None in listed(lister), 1, message="the full listing")
+    gevent.sleep(0.05)
+    assert failures == []
+    assert listed(lister) == [None], "one full listing stands in for both removed services"
+    assert not cache.task_ids_of_service(o.SVC_WEB)
 
 
 def test_a_bug_in_applying_propagates_to_the_supervisor(poller: TaskPoller, cache: Cache) -> None:
