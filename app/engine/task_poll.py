@@ -38,6 +38,7 @@ from typing import Any, Protocol
 import gevent
 import gevent.event
 
+from app import heap
 from app.cache.listings import Listing, prepare_listing
 from app.cache.store import Cache
 from app.engine.client import EngineClient, ServiceGone
@@ -69,6 +70,7 @@ class TaskPollSettings:
     counts_interval: float = 5.0                 # /services?status=true; 0 turns the signal off
     sweep_interval: float = 60.0                 # full task listing, the safety net
     max_services: int = 50                       # more services due at once: one full listing instead
+    freeze_heap: bool = False                    # app/heap.settle() after a full listing
 
 
 @dataclass(slots=True)
@@ -232,6 +234,9 @@ class TaskPoller:
                                             "fetch_ms": round((applying - started) * 1000, 1),
                                             "apply_ms": round((applied - applying) * 1000, 1)})
         if service_id is None:
+            del listing
+            if self.settings.freeze_heap:
+                heap.settle()
             self.stats.full_listings += 1
             self.stats.last_full_duration = self._clock() - started
         else:

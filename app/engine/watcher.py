@@ -36,6 +36,7 @@ import gevent.pool
 import gevent.queue
 import requests
 
+from app import heap
 from app.cache.history import Action, Change
 from app.cache.store import Cache, InspectOutcome
 from app.engine.client import EngineClient, EngineUnavailable, EventStream
@@ -66,6 +67,7 @@ class WatcherSettings:
     event_buffer: int = 10_000      # events read but not yet processed; overflow drops them and resyncs
     inspect_attempts: int = 5       # tries of one inspect before it is left to the next resync
     silence_grace: float = 2.0      # wait for late events before a resync's unannounced changes mean silence
+    freeze_heap: bool = True        # gc.freeze() after bulk writes (app/heap.py): no full-collection stalls
 
 
 @dataclass(slots=True)
@@ -103,7 +105,8 @@ class Watcher:
             lambda _exc: self._close_stream(),  # wakes the event loop, which owns reconnecting
             TaskPollSettings(debounce=self._settings.task_debounce, follow_ups=self._settings.task_follow_ups,
                              counts_interval=self._settings.task_poll_interval,
-                             sweep_interval=self._settings.task_sweep_interval))
+                             sweep_interval=self._settings.task_sweep_interval,
+                             freeze_heap=self._settings.freeze_heap))
         self._sync_due = gevent.event.Event()
         self._sync_lock = gevent.lock.BoundedSemaphore(1)
         self._stopping = gevent.event.Event()
@@ -228,10 +231,14 @@ class Watcher:
             snapshot = {kind: self.client.list(kind) for kind in ENGINE_KINDS}
             duration = time.monotonic() - started
             changes = self._cache.replace_all(snapshot, token, duration)
+            counts = {k.value: len(v) for k, v in snapshot.items()}
+            del snapshot
+            if self._settings.freeze_heap:
+                heap.settle()
             self.stats.full_syncs += 1
             self.stats.last_sync_duration = duration
             log.info("full sync", extra={"duration_ms": round(duration * 1000, 1), "changes": len(changes),
-                                         "counts": {k.value: len(v) for k, v in snapshot.items()}})
+                                         "counts": counts})
             return changes
 
     def _process(self) -> None:
