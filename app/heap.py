@@ -9,9 +9,9 @@ listing allocates ~20 objects per task), so they were the watcher's "sweep stall
 (cheap: their survivors are only what the write kept), then ``gc.freeze()`` moves every live object into
 the permanent generation, which full collections skip (0.4 µs, a list splice). Reference counting still
 frees frozen objects that are dropped later (a replaced cache entry), so the cache does not leak; only a
-reference *cycle* among objects that were alive at a freeze and die afterwards is never reclaimed. The
-code that runs at such moments allocates few cycles; ``bench/bench_engine_scale.py`` measures what the
-worker keeps (``frozen_garbage``) after its 200-client part.
+reference *cycle* among objects that were alive at a freeze and die afterwards is never reclaimed.
+``bench/bench_heap.py`` measures both sides: a full collection at 10,000 tasks 128 ms → 0 ms, and 0 frozen
+garbage after 6,300 requests over ~1,600 connections with a freeze every second.
 """
 
 from __future__ import annotations
