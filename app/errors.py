@@ -86,6 +86,10 @@ REGISTRY: dict[str, ErrorDef] = _defs(
      "Use one of the fields listed for this kind in the documentation."),
     ("FLT005", 400, "Filter is not boolean", "The filter expression does not produce true or false.",
      "Compare values, e.g. slot > 1, instead of returning a value."),
+    ("FLT006", 400, "Filter too costly",
+     "The filter needs more work than one request may spend: its evaluation ran over the per-request "
+     "budget, or a matches() pattern is too large for the regular-expression engine's memory budget.",
+     "Narrow the filter (e.g. compare fields with constants first) or simplify its matches() patterns."),
     # SEA: search
     ("SEA001", 400, "Search query missing", "The q parameter of /search is missing or blank.",
      "Pass a non-empty q, e.g. /search?q=web."),
