@@ -53,6 +53,24 @@ class _RuntimeCollector(Collector):
         yield CounterMetricFamily("shoal_full_syncs", "Full syncs completed.", value=stats.full_syncs)
         yield CounterMetricFamily("shoal_engine_reconnects", "Engine connection losses.",
                                   value=stats.reconnects)
+        incidents = CounterMetricFamily(
+            "shoal_watcher_incidents", "Watcher incidents by kind (buffer overflows, silent streams, inspect "
+            "retries and abandons, stale engine answers refused, loop restarts, task listing failures).",
+            labels=["incident"])
+        polls = runtime.watcher.task_poller.stats
+        for name, value in (("buffer_overflow", stats.buffer_overflows), ("silent_stream", stats.silent_streams),
+                            ("inspect_retry", stats.inspect_retries), ("inspect_abandoned", stats.inspects_abandoned),
+                            ("stale_answer", stats.stale_answers), ("loop_restart", stats.loop_restarts),
+                            ("stale_task_listing", polls.stale_listings), ("task_listing_failure", polls.failures)):
+            incidents.add_metric([name], value)
+        yield incidents
+        listings = CounterMetricFamily("shoal_task_listings", "Task listings by scope (one service, or all).",
+                                       labels=["scope"])
+        listings.add_metric(["service"], polls.service_listings)
+        listings.add_metric(["full"], polls.full_listings)
+        yield listings
+        yield CounterMetricFamily("shoal_task_count_polls", "Engine task-count polls (/services?status=true).",
+                                  value=polls.counts_polls)
         yield GaugeMetricFamily("shoal_sync_duration_seconds", "Duration of the last full sync.",
                                 value=stats.last_sync_duration or 0.0)
         yield GaugeMetricFamily("shoal_event_lag_seconds", "Engine event time to receipt, last event.",

@@ -66,6 +66,18 @@ def test_self_metrics_serve_prometheus_text(client: FlaskClient) -> None:
     assert "# TYPE" in response.get_data(as_text=True)
 
 
+def test_self_metrics_count_watcher_incidents_and_task_listings(client: FlaskClient) -> None:
+    from app.runtime import runtime_of
+    runtime = runtime_of(client.application)
+    runtime.watcher.stats.silent_streams = 3
+    runtime.watcher.task_poller.stats.full_listings = 2
+    text = client.get("/-/metrics").get_data(as_text=True)
+    assert 'shoal_watcher_incidents_total{incident="silent_stream"} 3.0' in text
+    assert 'shoal_watcher_incidents_total{incident="inspect_abandoned"} 0.0' in text
+    assert 'shoal_task_listings_total{scope="full"} 2.0' in text
+    assert "shoal_task_count_polls_total" in text
+
+
 def test_disabled_self_metrics_do_not_exist(fake_engine: FakeEngine) -> None:
     built = build_harness(fake_engine, self_metrics=False)
     response = built.app.test_client().get("/-/metrics")
