@@ -53,6 +53,9 @@ REGISTRY: dict[str, ErrorDef] = _defs(
      "Use add, replace, remove or test on existing keys."),
     ("API012", 400, "Invalid query parameter", "A query parameter has an invalid value.",
      "Check the parameter against the OpenAPI document at /api."),
+    ("API013", 503, "Server busy",
+     "Too many requests are waiting for the worker, or this one waited too long, so it was not served.",
+     "Retry after the number of seconds in Retry-After."),
     # AUT: authentication
     ("AUT001", 401, "Authentication required",
      "The request carries no valid credentials (session, bearer token or peer identity).",
