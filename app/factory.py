@@ -17,6 +17,7 @@ from app.blueprints import meta, spa
 from app.blueprints.resources import resource_blueprint
 from app.config import Settings, load_settings
 from app.http import init_http
+from app.http.admission import init_admission
 from app.http.formats import FormatExtensions
 from app.http.mount import BasePath
 from app.http.security import init_security
@@ -46,6 +47,7 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
     init_http(app)
     init_security(app, tls=settings.tls_enabled)
     init_self_metrics(app)
+    init_admission(app)   # after the other hooks; its WSGI layer innermost (app.http.admission)
     api = ShoalApi(app)
     app.extensions[API_KEY] = api
     for blueprint in (meta.blp, spa.blp, *(resource_blueprint(kind) for kind in ResourceKind)):

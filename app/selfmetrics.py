@@ -116,6 +116,12 @@ def init_self_metrics(app: Flask) -> None:
         return response
 
 
+def register_collector(app: Flask, collector: Collector) -> None:
+    """Another part's figures (the admission gate's) on this app's registry, read at scrape time."""
+    registry, _ = app.extensions[_KEY]
+    registry.register(collector)
+
+
 def render_metrics(app: Flask) -> Response:
     registry, _ = app.extensions[_KEY]
     return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST.split(";")[0],
