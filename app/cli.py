@@ -75,6 +75,11 @@ class ProblemHandler(WSGIHandler):  # type: ignore[misc]  # gevent is untyped
         status, _ = super()._handle_client_error(ex)
         return str(status), b"The request does not parse as HTTP/1.1."
 
+    def get_environ(self) -> dict[str, Any]:
+        environ: dict[str, Any] = super().get_environ()
+        environ["shoal.socket"] = self.socket   # the admission gate looks for a client gone while waiting
+        return environ
+
     def handle_one_request(self) -> Any:
         result = super().handle_one_request()
         if isinstance(result, tuple):

@@ -8,14 +8,19 @@ from collections.abc import Callable, Iterator
 
 import gevent
 import pytest
-from flask import Blueprint, Flask, Response
+import requests
+from flask import Blueprint, Flask, Response, request
 from flask.testing import FlaskClient
 from flask.views import MethodView
 from gevent.event import Event
 from werkzeug.test import TestResponse
 
+from app import create_app
+from app.cli import build_server
+from app.config import ListenAddress, Settings
 from app.http import admission
 from app.http.admission import MAX_WAITING, AdmissionGate, Busy, gate_of
+from tests.conftest import free_port
 from tests.unit.support import Harness
 
 
@@ -379,3 +384,24 @@ def test_gate_figures_are_in_self_metrics(app: Flask, gate: AdmissionGate) -> No
     assert "shoal_admission_busy 1.0" in text
     assert 'shoal_admission_rejected_total{reason="full"} 0.0' in text
     assert 'shoal_admission_wait_seconds_bucket{le="+Inf"} 2.0' in text
+
+
+# ---------------------------------------------------------------------------------------------- servers
+def test_the_shoal_server_gates_requests_and_hands_the_gate_the_client_socket() -> None:
+    port = free_port()
+    settings = Settings(listen_addr=ListenAddress("127.0.0.1", port), docker_host="unix:///nonexistent.sock")
+    app = create_app(settings, configure_logging=False)
+    gate = gate_of(app)
+
+    def seen() -> str:
+        return f"{gate.busy} {isinstance(request.environ.get('shoal.socket'), socket.socket)}"
+
+    app.add_url_rule("/t/seen", view_func=seen)
+    server = build_server(app, settings)
+    server.start()
+    try:
+        response = requests.get(f"http://127.0.0.1:{port}/t/seen", timeout=5)
+    finally:
+        server.stop(timeout=2)
+    assert response.text == "True True"
+    assert gate.stats.admitted == 1 and not gate.busy
