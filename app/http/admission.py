@@ -195,7 +195,7 @@ class AdmissionGate:
     def _settle(self) -> None:
         """Hand the gate on at the hub's next loop iteration, after it has polled I/O once."""
         self._settling = True
-        get_hub().loop.timer(0.0, ref=False).start(self._hand_off)
+        get_hub().loop.timer(0.0).start(self._hand_off)
 
     def _hand_off(self) -> None:   # runs in the hub
         self._settling = False
