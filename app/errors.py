@@ -134,6 +134,9 @@ REGISTRY: dict[str, ErrorDef] = _defs(
     # SSE: SSE connections
     ("SSE001", 429, "Too many event streams", "The cap of concurrent event streams is reached.",
      "Retry after the number of seconds in Retry-After."),
+    ("SSE002", 400, "Unknown event type",
+     "The types parameter of /events names a type that has no events.",
+     "Use a comma list of node, service, task, config, secret, network, volume, stack."),
     # ENG: container engine
     ("ENG001", 503, "Engine unavailable",
      "The container engine is unreachable, or the cache has not finished its first sync.",
