@@ -255,6 +255,7 @@ KEYS: tuple[Key, ...] = (
     Key("self_metrics", "server.self_metrics", "SERVICE_SELF_METRICS", _bool, _BOOL),
     Key("sse_batch_interval", "server.sse.batch_interval", "SERVICE_SSE_BATCH_INTERVAL", _positive_duration,
         _DURATION),
+    Key("sse_keepalive", "server.sse.keepalive", "SERVICE_SSE_KEEPALIVE", _positive_duration, _DURATION),
     Key("docker_host", "docker.host", "SERVICE_DOCKER_HOST", docker_host_uri, _STR),
     Key("docker_api_version", "docker.api_version", "SERVICE_DOCKER_API_VERSION", _api_version, _STR),
     Key("prometheus_url", "prometheus.url", "SERVICE_PROMETHEUS_URL", _prometheus_url, _STR),

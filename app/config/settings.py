@@ -52,6 +52,7 @@ class Settings:
     operations_level: int = 1
     self_metrics: bool = True
     sse_batch_interval: float = 0.1
+    sse_keepalive: float = 15.0          # idle seconds before a ":keepalive" comment (an issue-9 key)
     docker_host: str = "unix:///var/run/docker.sock"
     docker_api_version: str = "1.41"
     prometheus_url: str | None = None
