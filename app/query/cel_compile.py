@@ -26,6 +26,7 @@ import re2
 from lark import Token, Tree
 
 from app.errors import ProblemError
+from app.query import regex_cache
 from app.resources import FieldType
 
 Activation = Mapping[str, str | int]
@@ -85,7 +86,8 @@ def type_error(detail: str, position: int | None) -> NoReturn:
 def _guard(impl: Callable[..., Any], fns: Sequence[Eval], position: int | None) -> Eval:
     """Apply ``impl`` to the operands' values; a ``Failure`` becomes FLT003 at ``position``."""
     def raise_failure(exc: Failure) -> NoReturn:
-        raise ProblemError("FLT003", detail=f"{exc} (at position {position})",
+        code = "FLT006" if isinstance(exc, TooCostly) else "FLT003"
+        raise ProblemError(code, detail=f"{exc} (at position {position})",
                            extra={"position": position}) from None
 
     if len(fns) == 1:
@@ -231,36 +233,48 @@ def _uint_to_int(value: int) -> int:
     return _int(value)
 
 
-def _re2_options() -> Any:
-    options = re2.Options()
-    options.log_errors = False                # an invalid pattern is the client's error, not a log line
-    return options
+class TooCostly(Failure):
+    """A pattern built from a field that RE2 refuses for its size: FLT006 for the item."""
 
 
-def compile_regex(pattern: str) -> Any:
+def compile_regex(pattern: str) -> tuple[Any, int]:
+    """The RE2 program for ``pattern`` (from the bounded cache) and its estimated size."""
     try:
-        return re2.compile(pattern, _re2_options())
-    except (re2.error, ValueError, TypeError) as exc:
-        raise Failure(f"invalid regular expression {pattern[:40]!r}: {exc}") from None
+        return regex_cache.compile_regex(pattern)
+    except regex_cache.RegexError as exc:
+        kind = TooCostly if exc.too_costly else Failure
+        raise kind(f"invalid regular expression {pattern[:40]!r}: {exc}") from None
 
 
 def _matches(text: str, pattern: str) -> bool:
+    regex, _ = compile_regex(pattern)
     try:
-        return compile_regex(pattern).search(text) is not None
+        return regex.search(text.encode("utf-8")) is not None
     except (re2.error, ValueError, TypeError) as exc:   # e.g. lone surrogates do not encode to UTF-8
         raise Failure(f"matches() failed: {exc}") from None
 
 
 MATCH_MEMO_LIMIT = 4096
+MEMO_BYTES = 256 * 1024
+MEMO_ENTRY_OVERHEAD = 120        # dict slot, str header, bool: what one memo entry adds beyond its text
 
 
-def _search_with(regex: Any) -> Callable[[str], bool]:
+class MemoBudget:
+    """The bytes the ``matches`` memos of one compiled predicate may still take (shared by its memos)."""
+
+    __slots__ = ("remaining",)
+
+    def __init__(self, limit: int = MEMO_BYTES) -> None:
+        self.remaining = limit
+
+
+def _search_with(regex: Any, memo_budget: MemoBudget) -> Callable[[str], bool]:
     """A search with a constant pattern, memoised per text (fields such as image repeat a lot).
 
     The re2 wrapper costs microseconds per call, mostly mapping match offsets back to ``str`` indices;
     searching the UTF-8 bytes gives the same yes/no answer (celpy's ``re2.search`` encodes the text the
     same way) for about half the cost. The memo belongs to one compiled predicate and stops growing at
-    ``MATCH_MEMO_LIMIT`` texts.
+    ``MATCH_MEMO_LIMIT`` texts or when the predicate's ``MemoBudget`` (``MEMO_BYTES``) is spent.
     """
     memo: dict[str, bool] = {}
 
@@ -271,7 +285,9 @@ def _search_with(regex: Any) -> Callable[[str], bool]:
                 found = regex.search(text.encode("utf-8")) is not None
             except (re2.error, ValueError, TypeError) as exc:   # e.g. a lone surrogate
                 raise Failure(f"matches() failed: {exc}") from None
-            if len(memo) < MATCH_MEMO_LIMIT:
+            cost = len(text) + MEMO_ENTRY_OVERHEAD
+            if len(memo) < MATCH_MEMO_LIMIT and memo_budget.remaining >= cost:
+                memo_budget.remaining -= cost
                 memo[text] = found
         return found
     return search
@@ -284,34 +300,109 @@ def _index(items: tuple[Any, ...], i: int) -> Any:
 
 
 # ----------------------------------------------------------------------------- literals
-_ESCAPE = re.compile(r"""\\(?:[abfnrtv"'\\]|[0-9]{3}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})""")
 _SIMPLE_ESCAPES = MappingProxyType({
     "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", '"': '"', "'": "'",
-    "\\": "\\",
+    "\\": "\\", "?": "?", "`": "`",
 })
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+_HEX_LENGTHS = MappingProxyType({"x": 2, "X": 2, "u": 4, "U": 8})
 
 
-def _unescape(match: re.Match[str]) -> str:
-    body = match.group()[1:]
-    if body[0] in "xuU":
-        return chr(int(body[1:], 16))
-    if body[0].isdigit():
-        return chr(int(body, 8))              # ValueError for 8 or 9: not an octal escape
-    return _SIMPLE_ESCAPES[body]
+class EscapeError(ValueError):
+    """An invalid escape sequence; ``offset`` is that of its backslash within the literal's token."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+def _hex_escape(body: str, at: int) -> tuple[int, int]:
+    """The code point of the ``\\x``/``\\X``/``\\u``/``\\U`` escape at ``body[at]`` and where it ends."""
+    letter = body[at + 1]
+    digits = body[at + 2:at + 2 + _HEX_LENGTHS[letter]]
+    if len(digits) != _HEX_LENGTHS[letter] or not set(digits) <= _HEX_DIGITS:
+        raise EscapeError(f"\\{letter} needs {_HEX_LENGTHS[letter]} hexadecimal digits", at)
+    return int(digits, 16), at + 2 + len(digits)
+
+
+def _unescape_body(body: str, base: int) -> str:
+    """Decode CEL escapes in a non-raw string body; ``base`` is the body's offset within the token.
+
+    Exactly the escapes of the CEL language definition (``doc/langdef.md``, String and Bytes Values):
+    ``\\ \\? \\" \\' \\` \\a \\b \\f \\n \\r \\t \\v``, ``\\x``/``\\X`` + 2 hex digits, ``\\u`` + 4,
+    ``\\U`` + 8, and three octal digits from ``\\000`` to ``\\377``. A ``\\u`` high surrogate followed by a
+    ``\\u`` low surrogate is one code point (the definition's way to write characters outside the BMP);
+    a lone surrogate, or a ``\\U`` surrogate or value over U+10FFFF, is not a code point and is invalid.
+    Anything else after a backslash (``\\d``, ``\\8``, ``\\400``) is an invalid escape.
+    """
+    parts: list[str] = []
+    index, end = 0, len(body)
+    while index < end:
+        slash = body.find("\\", index)
+        if slash < 0:
+            parts.append(body[index:])
+            break
+        parts.append(body[index:slash])
+        index = _escape(body, slash, parts, base)
+    return "".join(parts)
+
+
+def _escape(body: str, at: int, parts: list[str], base: int) -> int:
+    """Append the value of the escape at ``body[at]`` to ``parts``; return where it ends."""
+    following = body[at + 1:at + 2]
+    if not following:
+        raise EscapeError("a backslash ends the string", base + at)
+    simple = _SIMPLE_ESCAPES.get(following)
+    if simple is not None:
+        parts.append(simple)
+        return at + 2
+    if following in "01234567":
+        digits = body[at + 1:at + 4]
+        if len(digits) != 3 or not set(digits) <= set("01234567") or digits[0] not in "0123":
+            raise EscapeError(f"octal escape \\{digits} is not three octal digits from 000 to 377", base + at)
+        parts.append(chr(int(digits, 8)))
+        return at + 4
+    if following not in _HEX_LENGTHS:
+        raise EscapeError(f"\\{following} is not a CEL escape (write \\\\{following} for a backslash)", base + at)
+    try:
+        code, stop = _hex_escape(body, at)
+    except EscapeError as exc:
+        raise EscapeError(str(exc), base + at) from None
+    if following == "u" and 0xD800 <= code <= 0xDBFF:            # high surrogate: needs its low half
+        if body[stop:stop + 2] == "\\u":
+            with_low = _try_hex(body, stop)
+            if with_low is not None and 0xDC00 <= with_low[0] <= 0xDFFF:
+                parts.append(chr(0x10000 + ((code - 0xD800) << 10) + (with_low[0] - 0xDC00)))
+                return with_low[1]
+        raise EscapeError(f"\\u{code:04X} is a high surrogate without a following \\u low surrogate",
+                          base + at)
+    if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+        raise EscapeError(f"{body[at:stop]} is not a Unicode code point", base + at)
+    parts.append(chr(code))
+    return stop
+
+
+def _try_hex(body: str, at: int) -> tuple[int, int] | None:
+    try:
+        return _hex_escape(body, at)
+    except EscapeError:
+        return None
 
 
 def decode_string(text: str) -> str:
-    """The value of a STRING_LIT/MLSTRING_LIT token, decoded like celpy's ``celstr``.
+    """The value of a STRING_LIT/MLSTRING_LIT token; EscapeError (offset in ``text``) on a bad escape.
 
-    As in celpy, an unknown escape such as ``\\d`` keeps its backslash (convenient in ``matches``).
-    Unlike celpy, newlines inside triple-quoted strings are kept. Raises ValueError on a bad escape.
+    Raw strings (``r"..."``) are taken as written. Newlines inside triple-quoted strings are kept
+    (celpy drops them). celpy's lexer accepts any character after a backslash, so the escapes are
+    checked here, against the CEL definition, not celpy's more lenient decoding.
     """
     raw = text[0] in "rR"
-    if raw:
-        text = text[1:]
-    quote = 3 if text[:3] in ('"""', "'''") else 1
-    body = text[quote:-quote]
-    return body if raw else _ESCAPE.sub(_unescape, body)
+    prefix = 1 if raw else 0
+    quote = 3 if text[prefix:prefix + 3] in ('"""', "'''") else 1
+    body = text[prefix + quote:len(text) - quote]
+    if raw or "\\" not in body:
+        return body
+    return _unescape_body(body, prefix + quote)
 
 
 def parse_int_literal(text: str, limit_low: int, limit_high: int) -> int | None:
@@ -360,6 +451,9 @@ class Compiler:
     def __init__(self, fields: Mapping[str, FieldType], negated_in_ends: frozenset[int]) -> None:
         self._fields = fields
         self._negated_in_ends = negated_in_ends
+        self.memo_budget = MemoBudget()
+        self.regex_bytes = 0          # estimated size of the constant-pattern programs the closures hold
+        self.memos = 0                # constant-pattern matches() memoising into ``memo_budget``
 
     # -- node construction ---------------------------------------------------------------------
     def _build(self, fn: Eval, type_: CelType, children: Iterable[Node], fails: bool = False) -> Node:
@@ -435,8 +529,9 @@ class Compiler:
         if kind in ("STRING_LIT", "MLSTRING_LIT"):
             try:
                 return constant(decode_string(text), STRING)
-            except ValueError:
-                type_error("invalid escape sequence in string literal", pos)
+            except EscapeError as exc:
+                at = None if pos is None else pos + exc.offset
+                type_error(f"invalid escape sequence in string literal: {exc}", at)
         if kind == "BOOL_LIT":
             return constant(text == "true", BOOL)
         if kind == "NULL_LIT":
@@ -656,10 +751,18 @@ class Compiler:
                        f"({pattern.type})", pos)
         if pattern.const and not pattern.fails:
             try:
-                regex = compile_regex(pattern.value)
+                regex, size = compile_regex(pattern.value)
+            except TooCostly as exc:
+                raise ProblemError("FLT006", detail=f"{exc}; RE2 refuses programs over "
+                                   f"{regex_cache.RE2_MAX_MEM // 1024} KiB. Simplify the pattern, e.g. "
+                                   "fewer repetitions of Unicode classes such as \\pL{n}.",
+                                   extra={"position": pattern_pos}) from None
             except Failure as exc:
                 type_error(str(exc), pattern_pos)
-            return self._build(_guard(_search_with(regex), (text.fn,), pos), BOOL, (text,), True)
+            self.regex_bytes += size
+            self.memos += 1
+            return self._build(_guard(_search_with(regex, self.memo_budget), (text.fn,), pos), BOOL, (text,),
+                               True)
         return self._build(_guard(_matches, (text.fn, pattern.fn), pos), BOOL, (text, pattern), True)
 
     @staticmethod
@@ -692,7 +795,15 @@ def nesting(tree: Tree[Token]) -> int:
     return deepest
 
 
-def compile_tree(tree: Tree[Token], fields: Mapping[str, FieldType], negated_in_ends: frozenset[int]) -> Node:
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    node: Node
+    held_bytes: int           # regex programs the closures hold plus their matches() memos at the cap
+
+
+def compile_tree(tree: Tree[Token], fields: Mapping[str, FieldType], negated_in_ends: frozenset[int]) -> Compiled:
     if nesting(tree) > MAX_NESTING:
         type_error(f"the filter nests more than {MAX_NESTING} levels deep", None)
-    return Compiler(fields, negated_in_ends).compile(tree)
+    compiler = Compiler(fields, negated_in_ends)
+    node = compiler.compile(tree)
+    return Compiled(node, compiler.regex_bytes + (MEMO_BYTES if compiler.memos else 0))

@@ -59,7 +59,6 @@ item; FLT004 unknown field (``position``, ``field``); FLT005 the expression is n
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
 from collections.abc import Callable, Mapping
 
@@ -68,7 +67,8 @@ from lark import Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from app.errors import ProblemError
-from app.query.cel_compile import BOOL, Node, compile_tree
+from app.query.cel_compile import BOOL, Compiled, Node, compile_tree
+from app.query.lru import BoundedLRU, LRUStats
 from app.resources import ResourceKind
 
 Predicate = Callable[[Mapping[str, str | int]], bool]
@@ -82,14 +82,45 @@ _OPERAND_ENDS = frozenset({"IDENT", "INT_LIT", "UINT_LIT", "FLOAT_LIT", "STRING_
                            "BYTES_LIT", "BOOL_LIT", "NULL_LIT", "RPAR", "RSQB", "RBRACE"})
 
 
-@functools.lru_cache(maxsize=256)
+MAX_CACHED_FILTERS = 256
+MAX_CACHED_BYTES = 8 * 1024 * 1024
+# The closures of a compiled filter kept about 125 bytes per character of the expression (tracemalloc,
+# 450-character filters); the estimate doubles that, and adds the RE2 programs and memos it holds.
+PREDICATE_OVERHEAD = 2048
+BYTES_PER_CHARACTER = 256
+
+_CACHE: BoundedLRU[tuple[str, ResourceKind], Predicate] = BoundedLRU(MAX_CACHED_FILTERS, MAX_CACHED_BYTES)
+
+
 def compile_filter(expression: str, kind: ResourceKind) -> Predicate:
-    """Compile ``expression`` for items of ``kind``; the predicate raises FLT003 when an item fails."""
-    node = compile_expression(expression, kind)
-    if node.type != BOOL:
-        raise ProblemError("FLT005", detail=f"The filter evaluates to {node.type}, not bool.")
-    predicate: Predicate = node.fn
+    """Compile ``expression`` for items of ``kind``; the predicate raises FLT003 when an item fails.
+
+    Cached by (expression, kind) in a bounded LRU (``MAX_CACHED_FILTERS`` entries, ``MAX_CACHED_BYTES``
+    estimated bytes, see ``cel_compile.Compiled``); failed compilations are not cached.
+    """
+    key = (expression, kind)
+    predicate = _CACHE.get(key)
+    if predicate is None:
+        predicate, size = build_filter(expression, kind)
+        _CACHE.put(key, predicate, size)
     return predicate
+
+
+def build_filter(expression: str, kind: ResourceKind) -> tuple[Predicate, int]:
+    """Uncached ``compile_filter``: the predicate and the estimate of the bytes it keeps alive."""
+    compiled = _compile(expression, kind)
+    if compiled.node.type != BOOL:
+        raise ProblemError("FLT005", detail=f"The filter evaluates to {compiled.node.type}, not bool.")
+    predicate: Predicate = compiled.node.fn
+    return predicate, PREDICATE_OVERHEAD + BYTES_PER_CHARACTER * len(expression) + compiled.held_bytes
+
+
+def filter_cache_stats() -> LRUStats:
+    return _CACHE.stats()
+
+
+def clear_filter_cache() -> None:
+    _CACHE.clear()
 
 
 def compile_expression(expression: str, kind: ResourceKind) -> Node:
@@ -97,6 +128,10 @@ def compile_expression(expression: str, kind: ResourceKind) -> Node:
 
     ``compile_filter`` is this plus the check for bool; tests use it to compare values with celpy.
     """
+    return _compile(expression, kind).node
+
+
+def _compile(expression: str, kind: ResourceKind) -> Compiled:
     if len(expression) > MAX_FILTER_LENGTH:
         raise ProblemError("FLT001", detail=f"The filter has {len(expression)} characters; at most "
                                             f"{MAX_FILTER_LENGTH} are allowed.")
@@ -117,7 +152,7 @@ def _lex(expression: str) -> list[Token]:
     celpy's lexer callback turns IDENT ``true``/``false`` into fresh BOOL_LIT tokens without a
     position; they get theirs back here: after the previous token, whitespace and comments, the literal.
     """
-    lark_parser = _parser_facade().CEL_PARSER
+    lark_parser = CELParser.CEL_PARSER
     assert lark_parser is not None
     tokens: list[Token] = []
     with contextlib.suppress(LarkError):
@@ -177,13 +212,15 @@ def _restore_bool_positions(tree: Tree[Token], tokens: list[Token]) -> None:
             children[index] = token
 
 
-def _parser_facade() -> CELParser:
-    return CELParser()      # celpy keeps one lark parser for the process; this is a cheap facade
+# celpy keeps one lark parser per process and builds it (about 80 ms) in the first ``CELParser()``. Building it
+# here, at import, keeps that off the first filtered request. Safe under gunicorn: without preload_app the
+# worker imports this module after the fork, and the parser is plain Python objects (no threads, no I/O).
+_PARSER = CELParser()
 
 
 def _parse(text: str, original: str) -> Tree[Token]:
     try:
-        tree: Tree[Token] = _parser_facade().parse(text)
+        tree: Tree[Token] = _PARSER.parse(text)
         return tree
     except CELParseError as exc:
         cause = exc.__context__

@@ -1,7 +1,9 @@
 """The list pipeline shared by every collection: search → filter → sort → page.
 
 Works on precomputed ``Entry`` values only (activation dicts, sort keys, lower-cased names), because it
-runs inside a gevent worker where CPU time blocks every other request and stream.
+runs inside a gevent worker where CPU time blocks every other request and stream. Sorting is not done
+here: the cache keeps each sorted order until the kind changes (one C-level sort, about 14 ms at 50,000
+tasks when it must be rebuilt); a descending order is a reversed copy (C, under 1 ms).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 
 from app.cache.entries import Entry, matches_search
 from app.cache.store import Cache
+from app.query.budget import Budget
 from app.query.filter import compile_filter
 from app.query.paging import PageRequest, RangeNotSatisfiable, parse_page
 from app.resources import ResourceKind
@@ -49,13 +52,17 @@ def parse_list_query(kind: ResourceKind, args: Mapping[str, str], range_header: 
 
 
 def run(cache: Cache, kind: ResourceKind, query: ListQuery) -> Page:
+    """Search and filter run under one ``Budget``: in slices that let other greenlets in, and refused
+    with FLT006 past the budget (``app.query.budget``)."""
     entries = cache.sorted_entries(kind, query.sort) if query.sort else cache.entries(kind)
-    if query.search:
-        needle = query.search
-        entries = [entry for entry in entries if matches_search(entry, needle)]
-    if query.filter:
-        predicate = compile_filter(query.filter, kind)
-        entries = [entry for entry in entries if predicate(entry.activation)]
+    if query.search or query.filter:
+        with Budget().active() as budget:
+            if query.search:
+                needle = query.search
+                entries = budget.select(entries, lambda entry: matches_search(entry, needle))
+            if query.filter:
+                predicate = compile_filter(query.filter, kind)
+                entries = budget.select(entries, lambda entry: predicate(entry.activation))
     if query.descending and query.sort:
         entries = entries[::-1]
     total, page = len(entries), query.page
