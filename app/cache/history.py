@@ -15,6 +15,7 @@ latest) is counted for each, so the bound overestimates what the ring alone keep
 from __future__ import annotations
 
 import bisect
+import itertools
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -98,8 +99,23 @@ class History:
         index = bisect.bisect_right(self._ring, seq, key=lambda change: change.seq)
         return list(self._ring)[index:]
 
-    def newest_first(self) -> Iterator[Change]:
-        return reversed(self._ring)
+    def newest_first(self, before: int | None = None) -> Iterator[Change]:
+        """Records newest first; with ``before``, only those with a smaller sequence number. The ring holds
+        consecutive numbers, so the start is found by position (C-level skipping), not by a scan."""
+        records = reversed(self._ring)
+        if before is None or not self._ring:
+            return records
+        skip = self._ring[-1].seq - before + 1
+        if skip <= 0:
+            return records
+        return itertools.islice(records, skip, None)
+
+    def get(self, seq: int) -> Change | None:
+        """The record with this sequence number, None when it is not (or no longer) in the ring."""
+        if not self._ring or not self._ring[0].seq <= seq <= self._ring[-1].seq:
+            return None
+        change = self._ring[seq - self._ring[0].seq]
+        return change if change.seq == seq else None
 
     def __len__(self) -> int:
         return len(self._ring)

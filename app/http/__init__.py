@@ -22,10 +22,11 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from app.errors import ProblemError
 from app.http.conditional import apply_conditional
 from app.http.exact_names import init_exact_names
+from app.http.feeds import feed_query
 from app.http.formats import SUFFIX_KEY, requested_format
 from app.http.links import discovery_links, link
 from app.http.mount import OUTSIDE_KEY
-from app.http.negotiation import wants_html
+from app.http.negotiation import ATOM, FEED_JSON, wants_html
 from app.http.paths import is_meta, is_resource
 from app.http.problems import init_problems, problem_response
 from app.http.request_id import init_request_id
@@ -61,14 +62,19 @@ def _readiness_gate() -> None:
                        headers={"Retry-After": "1"})
 
 
+_NO_FEED_ALTERNATE = frozenset({"text/html", ATOM, FEED_JSON})   # the feeds themselves, the shell
+
+
 def _finalize(response: Response) -> Response:
     path = request.path
     if not is_meta(path):
         response.vary.add("Accept")
         base = current_runtime().settings.base_path
         values = [*discovery_links(base), *response.headers.getlist("Link")]
-        if g.get("feed_capable") and response.mimetype != "text/html":
-            values.append(link(base + path + ".atom", "alternate", "application/atom+xml"))
+        if g.get("feed_capable") and response.mimetype not in _NO_FEED_ALTERNATE:
+            query = feed_query(request.args)
+            values += [link(base + path + ".atom" + query, "alternate", ATOM),
+                       link(base + path + ".feed.json" + query, "alternate", FEED_JSON)]
         response.headers["Link"] = ", ".join(values)
     if request.method in ("GET", "HEAD") and request.url_rule is not None and "Allow" not in response.headers:
         methods = request.url_rule.methods or set()

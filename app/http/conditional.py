@@ -20,6 +20,8 @@ from flask import Request, Response
 from werkzeug.http import parse_date
 
 _DEFAULT_VARIANT = "application/json"
+# Buffered bodies that get an ETag: JSON and the feeds (Atom, JSON Feed).
+_VALIDATED = frozenset({"application/json", "application/ld+json", "application/atom+xml", "application/feed+json"})
 
 
 def compute_etag(body: bytes, mimetype: str = _DEFAULT_VARIANT) -> str:
@@ -28,11 +30,11 @@ def compute_etag(body: bytes, mimetype: str = _DEFAULT_VARIANT) -> str:
 
 
 def has_validators(response: Response) -> bool:
-    """Whether the hook below gives this response an ETag (buffered JSON bodies)."""
+    """Whether the hook below gives this response an ETag (buffered JSON and feed bodies)."""
     if response.is_streamed or response.direct_passthrough:
         return False
     mimetype = response.mimetype or ""
-    return mimetype in ("application/json", "application/ld+json") or mimetype.startswith("application/vnd.")
+    return mimetype in _VALIDATED or mimetype.startswith("application/vnd.")
 
 
 def if_range_holds(header: str, response: Response) -> bool:

@@ -1,4 +1,4 @@
-"""WSGI shim: a ``.json``/``.html``/``.atom`` suffix on the path selects the format before routing.
+"""WSGI shim: a ``.json``/``.html``/``.atom``/``.feed.json`` suffix on the path selects the format before routing.
 
 The suffix is stripped from PATH_INFO so routes are declared once, and recorded in the environ, where
 negotiation gives it precedence over the Accept header. Volume and stack names may themselves end in
@@ -13,7 +13,7 @@ from typing import Any
 
 FORMAT_KEY = "shoal.format"
 SUFFIX_KEY = "shoal.format_suffix"
-EXTENSIONS = {".json": "json", ".html": "html", ".atom": "atom"}
+EXTENSIONS = {".feed.json": "feed.json", ".json": "json", ".html": "html", ".atom": "atom"}  # longest first
 
 WSGIApp = Any
 

@@ -24,6 +24,7 @@ JSON_LD = "application/ld+json"
 HTML = "text/html"
 SSE = "text/event-stream"
 ATOM = "application/atom+xml"
+FEED_JSON = "application/feed+json"
 LATEST_VERSION = 1
 
 P = ParamSpec("P")
@@ -32,7 +33,7 @@ R = TypeVar("R")
 
 @dataclass(frozen=True, slots=True)
 class Representation:
-    media: str          # "json" | "html" | "sse" | "atom"
+    media: str          # "json" | "html" | "sse" | "atom" | "jsonfeed"
     version: int        # JSON schema version
     content_type: str   # the Content-Type to answer with
 
@@ -44,8 +45,11 @@ _BY_TYPE = {
     HTML: Representation("html", LATEST_VERSION, "text/html; charset=utf-8"),
     SSE: Representation("sse", LATEST_VERSION, SSE),
     ATOM: Representation("atom", LATEST_VERSION, ATOM),
+    FEED_JSON: Representation("jsonfeed", LATEST_VERSION, FEED_JSON),
 }
-_BY_EXTENSION = {"json": _BY_TYPE[JSON], "html": _BY_TYPE[HTML], "atom": _BY_TYPE[ATOM]}
+_BY_EXTENSION = {"json": _BY_TYPE[JSON], "html": _BY_TYPE[HTML], "atom": _BY_TYPE[ATOM],
+                 "feed.json": _BY_TYPE[FEED_JSON]}
+_FEEDS = ("atom", "jsonfeed")   # served by an endpoint's feed handler (Atom and JSON Feed alike)
 
 
 def _without_parameters(accept: MIMEAccept) -> MIMEAccept:
@@ -63,10 +67,10 @@ def negotiate(accept: MIMEAccept, extension: str | None, *, sse: bool, atom: boo
     accept = _without_parameters(accept)
     if extension is not None:
         chosen = _BY_EXTENSION[extension]
-        if chosen.media == "atom" and not atom:
+        if chosen.media in _FEEDS and not atom:
             raise ProblemError("API003", detail=f"The .{extension} form is not available here.")
         return chosen
-    offered = [JSON, JSON_V1, JSON_LD, HTML] + ([SSE] if sse else []) + ([ATOM] if atom else [])
+    offered = [JSON, JSON_V1, JSON_LD, HTML] + ([SSE] if sse else []) + ([ATOM, FEED_JSON] if atom else [])
     if not accept:
         return _BY_TYPE[JSON]
     best = accept.best_match(offered)
@@ -96,7 +100,7 @@ def negotiated(*, sse: StreamHandler | None = None, atom: StreamHandler | None =
                                 mimetype="text/html")
             if rep.media == "sse" and sse is not None:
                 return sse(*args, **kwargs)
-            if rep.media == "atom" and atom is not None:
+            if rep.media in _FEEDS and atom is not None:
                 return atom(*args, **kwargs)
             return view(*args, **kwargs)
 

@@ -72,6 +72,7 @@ INTEGRATION_NAMES = ("diun", "shepherd", "swarm-cronjob", "traefik")
 _MAP_MEMBERS = frozenset({"Labels", "Env", "Sysctls", "Options", "DriverOpts"})
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ABSENT: Any = object()
+ABSENT: Any = _ABSENT   # marks the missing side of an added or removed member in ``spec_differences``
 _SECOND = 1_000_000_000
 _ROLLOUT_DEFAULTS = {"Parallelism": 1, "FailureAction": "pause", "Monitor": 5 * _SECOND, "Order": "stop-first"}
 _ENGINE_DEFAULTS: dict[Path, Any] = {
@@ -106,10 +107,18 @@ def spec_changes(service: Mapping[str, Any]) -> list[Data]:
     previous, current = service.get("PreviousSpec"), service.get("Spec")
     if not isinstance(previous, Mapping) or not isinstance(current, Mapping):
         return []
+    return [change_entry(path, old, new) for path, old, new in spec_differences(previous, current)]
+
+
+def spec_differences(previous: Mapping[str, Any], current: Mapping[str, Any]) -> list[tuple[Path, Any, Any]]:
+    """The differences between two specs under the rules above, sorted by path, as ``(path, old, new)``
+    with :data:`ABSENT` for an added or removed member. Paths are relative to the spec root, which is
+    where the engine-default rules apply; the change history (``app.history``) diffs any two objects
+    with it."""
     found: list[tuple[Path, Any, Any]] = []
     _compare((), previous, current, found)
     found.sort(key=lambda change: change[0])
-    return [_entry(path, old, new) for path, old, new in found]
+    return found
 
 
 def _compare(path: Path, old: Any, new: Any, found: list[tuple[Path, Any, Any]]) -> None:
@@ -160,7 +169,8 @@ def _is_implicit(path: Path, old: Any, new: Any) -> bool:
     return path in _ENGINE_DEFAULTS and _ENGINE_DEFAULTS[path] == present
 
 
-def _entry(path: Path, old: Any, new: Any) -> Data:
+def change_entry(path: Path, old: Any, new: Any) -> Data:
+    """``{field, old?, new?, abridged?}`` for one difference (values cut to ``MAX_VALUE_CHARS``)."""
     entry: Data = {"field": render_path(path)}
     abridged = False
     for member, value in (("old", old), ("new", new)):

@@ -1,0 +1,84 @@
+"""History entries (reference §4.5, plus the issue's diff and audit slot) built from change records.
+
+An entry is computed when a page is served, from one record and the current cache (for display names),
+so the cost follows the page size, never the ring's. Shape::
+
+    {"@id": "/history/1042", "@type": "HistoryEntry", "id": 1042, "timestamp": "2026-…Z",
+     "type": "service", "action": "update", "resourceId": "abc", "name": "web",
+     "resource": "/services/abc", "summary": "replicas 2→3", "changes": [{field, old?, new?}],
+     "changesOmitted"?: 3, "audit": null}
+
+``changes`` is present on updates only (creates and removes would repeat the whole object; ref_changed
+records carry no objects). ``audit`` is ``{identity, requestId}`` for changes made through this service's
+own write endpoints; there are none yet (writes come in a later issue), so it is always null.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from app.cache.history import Action, Change
+from app.cache.store import Cache
+from app.history import diff, summary
+from app.resources import ResourceKind
+
+Data = dict[str, Any]
+ENTRY_TYPE = "HistoryEntry"
+
+
+def entry_path(seq: int) -> str:
+    return f"/history/{seq}"
+
+
+def resource_path(change: Change) -> str:
+    return f"{change.kind.spec.path}/{change.id}"
+
+
+def iso_time(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def display_name(change: Change, cache: Cache) -> str:
+    """A task is named ``<service>.<slot>`` (``<service>.<node id>`` when global), as in its detail; the
+    service's current name is used when it is still cached, else its id. Others keep the record's name."""
+    if change.kind is not ResourceKind.TASK:
+        return change.name
+    raw = change.after or change.before
+    if raw is None:
+        entry = cache.get(ResourceKind.TASK, change.id)
+        raw = entry.raw if entry is not None else None
+    if raw is None:
+        return change.name
+    service_id = str(raw.get("ServiceID") or "")
+    service = cache.get(ResourceKind.SERVICE, service_id)
+    prefix = service.name if service is not None else service_id
+    slot = raw.get("Slot")
+    return f"{prefix}.{slot}" if slot else f"{prefix}.{raw.get('NodeID') or change.id}"
+
+
+def change_summary(change: Change) -> tuple[str, list[diff.Difference]]:
+    """The summary and (updates only) the differences of one record."""
+    if change.action is Action.UPDATE:
+        found = diff.differences(change.kind, change.before, change.after)
+        return summary.update_summary(change.kind, found), found
+    if change.action is Action.CREATE:
+        return summary.create_summary(change.kind, change.after), []
+    if change.action is Action.REMOVE:
+        return summary.remove_summary(change.kind, change.before), []
+    return summary.related_summary(change.kind), []
+
+
+def entry(change: Change, cache: Cache, base: str) -> Data:
+    """The JSON form of one record (paths under the ``base`` path prefix)."""
+    text, found = change_summary(change)
+    body: Data = {
+        "@id": base + entry_path(change.seq), "@type": ENTRY_TYPE, "id": change.seq,
+        "timestamp": iso_time(change.timestamp), "type": change.kind.value, "action": change.action.value,
+        "resourceId": change.id, "name": display_name(change, cache),
+        "resource": base + resource_path(change), "summary": text,
+    }
+    if change.action is Action.UPDATE:
+        body.update(diff.change_list(found))
+    body["audit"] = None
+    return body

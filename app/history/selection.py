@@ -1,0 +1,152 @@
+"""Which records a history page or feed shows: filters, the ``before`` cursor, ``limit``, a bounded scan.
+
+Pages are newest first. ``before`` is a sequence number (exclusive): the next page's cursor is the
+sequence number of the last entry shown, so pages never overlap or skip, whatever is recorded meanwhile.
+
+A filtered page walks the ring from the cursor down until it has ``limit + 1`` matches (the extra one only
+says whether an older page exists). The walk examines at most ``SCAN_BUDGET`` records per request, so one
+request never walks a large ring (up to 1,000,000 records): when the budget runs out first, the page is
+cut there, possibly short or empty, and its ``next`` cursor continues the walk where it stopped.
+
+Parameters (reference §3.3; ``action`` is the issue's addition): ``type`` (a kind), ``resourceId`` (exact
+id; stacks and volumes by name), ``action`` (create, update, remove, ref_changed); a bad value is a 400
+``API012``. ``before``: ASCII digits (more than 18: newest); anything else is ``API012``. ``limit``: 1..200,
+default 50, larger values clamped, invalid ones ignored (as on the lists).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from app.cache.history import Action, Change, History
+from app.cache.store import Cache
+from app.errors import ProblemError
+from app.query.paging import DEFAULT_LIMIT, HUGE, MAX_LIMIT, client_int
+from app.resources import STACK_LABEL, ResourceKind
+
+SCAN_BUDGET = 5_000
+Match = Callable[[Change], bool]
+_KINDS = {kind.value: kind for kind in ResourceKind}
+_ACTIONS = {action.value: action for action in Action}
+_STACK_MEMBERS = (ResourceKind.SERVICE, ResourceKind.CONFIG, ResourceKind.SECRET, ResourceKind.NETWORK,
+                  ResourceKind.VOLUME, ResourceKind.TASK)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFilter:
+    kind: ResourceKind | None = None
+    object_id: str | None = None
+    action: Action | None = None
+    scope: Match | None = None          # a predicate beyond the flat filters (a stack's members, a search)
+
+    def matches(self, change: Change) -> bool:
+        return ((self.kind is None or change.kind is self.kind)
+                and (self.object_id is None or change.id == self.object_id)
+                and (self.action is None or change.action is self.action)
+                and (self.scope is None or self.scope(change)))
+
+    @property
+    def is_empty(self) -> bool:
+        return self.kind is None and self.object_id is None and self.action is None and self.scope is None
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    before: int | None
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    changes: list[Change]        # newest first
+    next_before: int | None      # cursor of the older page; None when nothing older matches
+
+
+def parse_filter(args: Mapping[str, str], *, targets: bool) -> HistoryFilter:
+    """``action`` everywhere; ``type`` and ``resourceId`` only where the URL does not fix them (``targets``)."""
+    action = _choice(args, "action", _ACTIONS)
+    if not targets:
+        return HistoryFilter(action=action)
+    object_id = args.get("resourceId")
+    if object_id is not None and not object_id.strip():
+        raise ProblemError("API012", detail="resourceId must not be empty.")
+    return HistoryFilter(kind=_choice(args, "type", _KINDS), object_id=object_id, action=action)
+
+
+def _choice(args: Mapping[str, str], name: str, allowed: Mapping[str, Any]) -> Any:
+    value = args.get(name)
+    if value is None:
+        return None
+    if value not in allowed:
+        raise ProblemError("API012", detail=f"{name} must be one of {', '.join(allowed)}; got {value[:64]!r}.")
+    return allowed[value]
+
+
+def parse_cursor(args: Mapping[str, str]) -> Cursor:
+    text = args.get("before")
+    before = None
+    if text is not None:
+        before = client_int(text)
+        if before is None or before < 1:
+            raise ProblemError("API012", detail="before must be a history id (a positive integer).")
+        if before >= HUGE:
+            before = None
+    limit = client_int(args.get("limit"))
+    return Cursor(before, min(limit, MAX_LIMIT) if limit else DEFAULT_LIMIT)
+
+
+def select(history: History, wanted: HistoryFilter, cursor: Cursor, budget: int = SCAN_BUDGET) -> Selection:
+    found: list[Change] = []
+    last_seen: Change | None = None
+    for scanned, change in enumerate(history.newest_first(cursor.before)):
+        if scanned >= budget:
+            return Selection(found, last_seen.seq if last_seen is not None else cursor.before)
+        last_seen = change
+        if wanted.matches(change):
+            if len(found) == cursor.limit:
+                return Selection(found, found[-1].seq)
+            found.append(change)
+    return Selection(found, None)
+
+
+def stack_scope(cache: Cache, name: str) -> Match:
+    """A stack's own records and those of its members (services, configs, secrets, networks, volumes
+    labelled with it, and the tasks of its services), judged from the record's objects, or from the cache
+    for ``ref_changed`` records, which carry none."""
+
+    def matches(change: Change) -> bool:
+        if change.kind is ResourceKind.STACK:
+            return change.id == name
+        if change.kind not in _STACK_MEMBERS:
+            return False
+        raw = change.after or change.before
+        if raw is None:
+            entry = cache.get(change.kind, change.id)
+            raw = entry.raw if entry is not None else None
+        return raw is not None and stack_label(change.kind, raw) == name
+
+    return matches
+
+
+def stack_label(kind: ResourceKind, raw: Mapping[str, Any]) -> str:
+    """The stack namespace label: Spec.Labels (swarm objects), Labels (networks, volumes), the container
+    labels of a task (``docker stack deploy`` puts it there)."""
+    if kind is ResourceKind.TASK:
+        labels = _dig(raw, "Spec", "ContainerSpec", "Labels")
+    elif kind in (ResourceKind.NETWORK, ResourceKind.VOLUME):
+        labels = raw.get("Labels")
+    else:
+        labels = _dig(raw, "Spec", "Labels")
+    value = labels.get(STACK_LABEL) if isinstance(labels, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def _dig(raw: Mapping[str, Any], *path: str) -> Any:
+    value: Any = raw
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
