@@ -200,7 +200,9 @@ class ListArgsV1(Schema):
     dir = fields.String(metadata={"description": "asc or desc; anything else is asc"})
     search = fields.String(metadata={"description": "case-insensitive substring of the name"})
     filter = fields.String(metadata={"description": "CEL boolean expression over the kind's fields (FLT codes on "
-                                                     "errors)", "maxLength": 512})
+                                                     "errors; FLT006 when it needs more than 200 ms of work in "
+                                                     "one request, or a matches() pattern is over RE2's "
+                                                     "512 KiB program budget)", "maxLength": 512})
 
 
 class ErrorDefV1(Schema):
