@@ -7,15 +7,20 @@ Why not celpy's evaluator
     kind's field table (``ResourceKind.X.spec.filter_fields``) and compile it into nested plain-Python
     closures over the precomputed activation dict (every field present: ``""``/``0`` when unset). A
     typical filter costs 0.1 to 0.3 µs per item (``bench/bench_filter.py``). Compiled predicates are
-    LRU-cached by (expression, kind); compiling takes 1 to 5 ms (the first call in a process also
-    builds celpy's grammar, about 80 ms). Sub-expressions without fields are folded at compile time,
-    ``field <op> literal`` and ``field in [literals]`` become single closures, and ``matches`` with a
-    constant pattern memoises its answer per distinct text (at most 4096 per predicate: the only
-    mutable state, and it hangs off a cached predicate).
+    cached by (expression, kind) in an LRU bounded in entries and estimated bytes (``MAX_CACHED_FILTERS``,
+    ``MAX_CACHED_BYTES``); compiling takes 1 to 5 ms (celpy's grammar, about 80 ms to build, is built
+    at import). Sub-expressions without fields are folded at compile time, ``field <op> literal`` and
+    ``field in [literals]`` become single closures, and ``matches`` with a constant pattern memoises its
+    answer per distinct text (at most 4096 texts and ``MEMO_BYTES`` per predicate: the only mutable
+    state, and it hangs off a cached predicate). RE2 programs come from ``app.query.regex_cache``
+    (compiled under a 512 KiB memory budget, cached by pattern); evaluation runs under the request's
+    ``app.query.budget`` (see ``app.query.listing``).
 
 Supported language (a statically typed subset of CEL)
     - Literals: int (decimal, hex, ``-`` sign), uint (``1u``), double, string (single, double and
-      triple quotes, raw ``r"..."``, CEL escapes), ``true``/``false``, ``null``, lists ``[a, b]``.
+      triple quotes, raw ``r"..."``, exactly the escapes of the CEL language definition: anything else
+      after a backslash, such as ``"\\d"``, is FLT002 at the backslash; see ``cel_compile.decode_string``),
+      ``true``/``false``, ``null``, lists ``[a, b]``.
     - Identifiers: the kind's filter fields (string or int).
     - ``== != < <= > >=`` on two operands of the same type (ordering on int, uint, double, string,
       bool; equality also on lists and null), ``in`` and ``not in`` on lists, ``&& || !``, ``c ? a : b``.
@@ -53,7 +58,10 @@ Semantics chosen
 
 Error codes: FLT001 longer than 512 characters; FLT002 syntax, type or unsupported construct
 (``position`` = 0-based offset into the original expression, or None); FLT003 evaluation failed for an
-item; FLT004 unknown field (``position``, ``field``); FLT005 the expression is not boolean.
+item; FLT004 unknown field (``position``, ``field``); FLT005 the expression is not boolean; FLT006 too
+costly: a constant ``matches`` pattern RE2 refuses for its size (at compile time, with ``position``), a
+pattern built from a field that RE2 refuses for its size (per item, under CEL's error rules like FLT003),
+or the request's work ran over its budget (``app.query.budget``).
 """
 
 from __future__ import annotations
