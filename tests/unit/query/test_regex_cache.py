@@ -159,3 +159,31 @@ def test_an_invalid_pattern_built_from_a_field_stays_flt003() -> None:
     with pytest.raises(ProblemError) as caught:
         predicate(TASK)
     assert caught.value.code == "FLT003"
+
+
+# --------------------------------------------------------------------------- memory of many heavy filters
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * 4096
+
+
+def test_33_distinct_heavy_filters_stay_within_the_cache_bounds() -> None:
+    """On the previous main, 33 such filters grew the worker from 62 MB to 726 MB."""
+    from app.query.filter import MAX_CACHED_BYTES, filter_cache_stats
+
+    before = rss_bytes()
+    for index in range(33):
+        accepted = " || ".join(f'id.matches("\\\\pL{{19}}{index}x{i}")' for i in range(4))
+        predicate = compile_filter(accepted, ResourceKind.TASK)
+        for n in range(300):                         # fill its memos to their cap
+            predicate({**TASK, "id": f"task-{index}-{n}" * 3})
+        refused = " || ".join(f'id.matches("\\\\pL{{400}}{index}x{i}")' for i in range(14))
+        assert len(refused) <= 512
+        with pytest.raises(ProblemError) as caught:  # the issue's kind: refused, never built
+            compile_filter(refused, ResourceKind.TASK)
+        assert caught.value.code == "FLT006"
+        filters, programs = filter_cache_stats(), regex_cache.CACHE.stats()
+        assert filters.bytes <= MAX_CACHED_BYTES and programs.bytes <= regex_cache.MAX_BYTES
+    assert filter_cache_stats().evictions > 0        # each weighs about 2.3 MiB: only a few fit in 8 MiB
+    grown = rss_bytes() - before
+    assert grown < (MAX_CACHED_BYTES + regex_cache.MAX_BYTES) + (32 << 20), grown / 2**20
