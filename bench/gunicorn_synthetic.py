@@ -40,12 +40,14 @@ def _task_count() -> int:
 
 def post_worker_init(worker: Any) -> None:
     """Load the synthetic snapshot into this worker's cache; the Runtime (watcher) is never started."""
+    from app.heap import settle
     from app.runtime import runtime_of
     from bench.synthetic import ClusterShape, build_snapshot
 
     started = time.monotonic()
     snapshot = build_snapshot(ClusterShape(tasks=_task_count()))
     runtime_of(worker.wsgi).cache.replace_all(snapshot, duration=time.monotonic() - started)
+    settle()            # as the watcher does after a full sync: full collections then skip the cache
 
 
 def worker_exit(server: Any, worker: Any) -> None:
