@@ -13,7 +13,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from app.blueprints import meta, spa
+from app.blueprints import history, meta, spa
 from app.blueprints.resources import resource_blueprint
 from app.config import Settings, load_settings
 from app.http import init_http
@@ -50,7 +50,7 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
     init_admission(app)   # after the other hooks; its WSGI layer innermost (app.http.admission)
     api = ShoalApi(app)
     app.extensions[API_KEY] = api
-    for blueprint in (meta.blp, spa.blp, *(resource_blueprint(kind) for kind in ResourceKind)):
+    for blueprint in (meta.blp, spa.blp, *(resource_blueprint(kind) for kind in ResourceKind), history.blp):
         api.register_blueprint(blueprint)
     wsgi = FormatExtensions(app.wsgi_app)
     app.wsgi_app = BasePath(wsgi, settings.base_path) if settings.base_path else wsgi  # type: ignore[method-assign]

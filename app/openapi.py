@@ -10,6 +10,7 @@ from typing import Any
 from flask import Flask
 from flask_smorest import Api
 
+from app.http.feed_docs import document_feeds
 from app.http.negotiation import JSON, JSON_V1
 
 API_KEY = "shoal.api"
@@ -66,6 +67,7 @@ def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
                                                               "description": "items <first>-<last>/<total>"}},
                                 "content": copy.deepcopy(content)}
         content.update(copy.deepcopy(_HTML))
+    document_feeds(document)
     return document
 
 

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 from flask_smorest import Blueprint
 
 from app.errors import REGISTRY
+from app.http.feed_docs import FEED_MARKER
 from app.schemas.v1.envelopes import ListArgsV1, ProblemV1
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -43,4 +44,11 @@ def list_parameters(blp: Blueprint) -> Callable[[F], F]:
         {"in": "header", "name": "If-Range", "required": False, "schema": {"type": "string"},
          "description": "apply Range only if this strong ETag is that of the ranged response; else a 200"},
     ])
+    return decorator
+
+
+def feed_documented(blp: Blueprint, *, cursor: bool = True) -> Callable[[F], F]:
+    """Mark a GET as having feeds (Atom, JSON Feed): ``app.openapi`` adds their media types and, with
+    ``cursor``, the feed parameters (``before``, ``limit``, ``action``) the operation does not list itself."""
+    decorator: Callable[[F], F] = blp.doc(**{FEED_MARKER: {"cursor": cursor}})
     return decorator

@@ -11,9 +11,9 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 from werkzeug.exceptions import NotFound
 
-from app.blueprints.docs import errors, list_parameters
+from app.blueprints.docs import errors, feed_documented, list_parameters
 from app.cache.entries import Entry
-from app.http import respond
+from app.http import history, respond
 from app.http.conditional import if_range_holds
 from app.http.negotiation import negotiated
 from app.query import listing
@@ -63,7 +63,8 @@ def resource_blueprint(kind: ResourceKind) -> Blueprint:
         @list_parameters(blp)
         @blp.response(200, COLLECTION_SCHEMAS[kind], description=f"A page of {spec.plural}.")
         @errors(blp, 400, 416, 503)
-        @negotiated()
+        @feed_documented(blp)
+        @negotiated(atom=history.kind_feed(kind))
         def get(self) -> Response:
             return _collection(kind)
 
@@ -71,7 +72,8 @@ def resource_blueprint(kind: ResourceKind) -> Blueprint:
     class Detail(MethodView):
         @blp.response(200, DETAIL_SCHEMAS[kind], description=f"One {kind.value} with cross-references.")
         @errors(blp, 404, 503, codes=not_found)
-        @negotiated()
+        @feed_documented(blp)
+        @negotiated(atom=history.object_feed(kind))
         def get(self, **path: str) -> Response:
             return respond.detail(_lookup(kind, path[spec.id_placeholder]))
 

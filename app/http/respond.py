@@ -49,7 +49,7 @@ def document(body: dict[str, Any], *, status: int = 200, content_type: str | Non
     return response
 
 
-def _with_freshness(response: Response) -> Response:
+def with_freshness(response: Response) -> Response:
     fresh = current_runtime().cache.freshness
     response.headers[SEQUENCE_HEADER] = str(fresh.seq)
     if fresh.last_contact is not None:
@@ -80,7 +80,7 @@ def collection(kind: ResourceKind, page: Page, *, paged: bool = True) -> Respons
         response.headers["Accept-Ranges"] = "items"
         for value in _paging_links(page):
             response.headers.add("Link", value)
-    return _with_freshness(response)
+    return with_freshness(response)
 
 
 def detail(entry: Entry) -> Response:
@@ -95,7 +95,7 @@ def detail(entry: Entry) -> Response:
     modified = last_modified(cache, entry)
     if modified is not None:
         response.last_modified = modified
-    return _with_freshness(response)
+    return with_freshness(response)
 
 
 def last_modified(cache: Cache, entry: Entry) -> datetime | None:

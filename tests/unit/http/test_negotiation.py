@@ -17,6 +17,8 @@ BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
 LIST, DETAIL, ERRORS, API = "/services", f"/services/{o.SVC_WEB}", "/api/errors", "/api"
 ENDPOINTS = [LIST, DETAIL, ERRORS, API]
+# Lists and details have feeds; these do not.
+NO_FEED = [ERRORS, API, f"/services/{o.SVC_WEB}/tasks", f"/nodes/{o.NODE_MANAGER}/tasks"]
 HTML_ENDPOINTS = [LIST, DETAIL, ERRORS, f"/configs/{o.CFG_SHOP}", "/stacks/shop", "/volumes",
                   "/api/errors/SVC003"]
 
@@ -113,9 +115,14 @@ def test_json_extension_serves_the_same_document(client: FlaskClient) -> None:
 
 # --------------------------------------------------------------------------- 406
 @pytest.mark.parametrize("path", ENDPOINTS)
-@pytest.mark.parametrize("accept", ["application/xml", "image/png", "text/plain",
-                                    "application/atom+xml"])
+@pytest.mark.parametrize("accept", ["application/xml", "image/png", "text/plain"])
 def test_unproducible_types_are_406_api003(client: FlaskClient, path: str, accept: str) -> None:
+    assert_problem(get(client, path, accept), 406, "API003")
+
+
+@pytest.mark.parametrize("path", NO_FEED)
+@pytest.mark.parametrize("accept", ["application/atom+xml", "application/feed+json"])
+def test_feeds_where_none_exists_are_406_api003(client: FlaskClient, path: str, accept: str) -> None:
     assert_problem(get(client, path, accept), 406, "API003")
 
 
@@ -124,9 +131,10 @@ def test_event_stream_where_none_is_offered_is_406_api001(client: FlaskClient, p
     assert_problem(get(client, path, "text/event-stream"), 406, "API001")
 
 
-@pytest.mark.parametrize("path", ENDPOINTS)
-def test_atom_extension_where_no_feed_exists_is_406_api003(client: FlaskClient, path: str) -> None:
-    assert_problem(get(client, path + ".atom", None), 406, "API003")
+@pytest.mark.parametrize("path", NO_FEED)
+@pytest.mark.parametrize("extension", [".atom", ".feed.json"])
+def test_feed_extension_where_no_feed_exists_is_406_api003(client: FlaskClient, path: str, extension: str) -> None:
+    assert_problem(get(client, path + extension, None), 406, "API003")
 
 
 def test_a_406_problem_carries_the_request_id(client: FlaskClient) -> None:
