@@ -125,7 +125,13 @@ def stack_scope(cache: Cache, name: str) -> Match:
         if raw is None:
             entry = cache.get(change.kind, change.id)
             raw = entry.raw if entry is not None else None
-        return raw is not None and stack_label(change.kind, raw) == name
+        if raw is None:
+            return False
+        label = stack_label(change.kind, raw)
+        if not label and change.kind is ResourceKind.TASK:   # a task without the label: its service's stack
+            service = cache.get(ResourceKind.SERVICE, str(raw.get("ServiceID") or ""))
+            label = stack_label(ResourceKind.SERVICE, service.raw) if service is not None else ""
+        return label == name
 
     return matches
 
