@@ -25,7 +25,9 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from feedgen.ext.base import BaseEntryExtension
 from feedgen.feed import FeedGenerator
+from feedgen.util import xml_elem
 from flask import Response
 
 from app.http.negotiation import ATOM, FEED_JSON, current_representation
@@ -88,6 +90,19 @@ def _iso(timestamp: float) -> str:
     return _datetime(timestamp).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+class _EntryLinks(BaseEntryExtension):  # type: ignore[misc]
+    """Writes an entry's links: feedgen 1.0 drops the ``rel`` and ``type`` of entry links (its renderer
+    shadows the link dict), which would make a ``related`` link read as a second ``alternate``."""
+
+    def __init__(self) -> None:
+        self.links: list[tuple[str, str]] = []
+
+    def extend_atom(self, entry: Any) -> Any:
+        for href, rel in self.links:
+            xml_elem("link", entry, href=href, rel=rel)
+        return entry
+
+
 def render_atom(page: FeedPage) -> bytes:
     feed = FeedGenerator()
     feed.id(page.feed_id)
@@ -107,9 +122,8 @@ def render_atom(page: FeedPage) -> bytes:
         entry.title(item.title)
         entry.updated(_datetime(item.updated))
         entry.published(_datetime(item.updated))
-        entry.link(href=item.link, rel="alternate")
-        if item.related:
-            entry.link(href=item.related, rel="related")
+        entry.register_extension("shoal_links", _EntryLinks, atom=True, rss=False)
+        entry.shoal_links.links = [(item.link, "alternate")] + ([(item.related, "related")] if item.related else [])
         if item.author:
             entry.author({"name": item.author})
         entry.summary(item.summary)
