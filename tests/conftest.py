@@ -92,7 +92,7 @@ def engine(docker_host: str) -> docker.APIClient:
 class OpenApiCheck:
     """Checks responses against the document (jsonschema over ``components``, validators cached)."""
 
-    EXTENSIONS = (".json", ".html", ".atom")
+    EXTENSIONS = (".feed.json", ".json", ".html", ".atom")
 
     def __init__(self) -> None:
         self.failures: list[str] = []
