@@ -13,7 +13,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from app.blueprints import history, meta, spa
+from app.blueprints import events, history, meta, spa
 from app.blueprints.resources import resource_blueprint
 from app.config import Settings, load_settings
 from app.http import init_http
@@ -26,6 +26,7 @@ from app.openapi import API_KEY, ShoalApi
 from app.resources import ResourceKind
 from app.runtime import EXTENSION_KEY, Runtime
 from app.selfmetrics import init_self_metrics
+from app.streams.response import init_streams
 from app.version import VERSION
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -43,14 +44,16 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
         JSON_SORT_KEYS=False,
         SHOAL_STARTED_AT=time.time(),   # floor of Last-Modified (app.http.respond.last_modified)
     )
-    app.extensions[EXTENSION_KEY] = Runtime(settings)
+    app.extensions[EXTENSION_KEY] = runtime = Runtime(settings)
+    init_streams(app, runtime.cache, settings)
     init_http(app)
     init_security(app, tls=settings.tls_enabled)
     init_self_metrics(app)
     init_admission(app)   # after the other hooks; its WSGI layer innermost (app.http.admission)
     api = ShoalApi(app)
     app.extensions[API_KEY] = api
-    for blueprint in (meta.blp, spa.blp, *(resource_blueprint(kind) for kind in ResourceKind), history.blp):
+    for blueprint in (meta.blp, spa.blp, events.blp, *(resource_blueprint(kind) for kind in ResourceKind),
+                      history.blp):
         api.register_blueprint(blueprint)
     wsgi = FormatExtensions(app.wsgi_app)
     app.wsgi_app = BasePath(wsgi, settings.base_path) if settings.base_path else wsgi  # type: ignore[method-assign]

@@ -12,6 +12,7 @@ from flask_smorest import Api
 
 from app.http.feed_docs import document_feeds
 from app.http.negotiation import JSON, JSON_V1
+from app.streams.openapi_doc import document_streams
 
 API_KEY = "shoal.api"
 _DOC_KEY = "shoal.openapi"
@@ -68,6 +69,7 @@ def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
                                 "content": copy.deepcopy(content)}
         content.update(copy.deepcopy(_HTML))
     document_feeds(document)
+    document_streams(document, base_path)
     return document
 
 

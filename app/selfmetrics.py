@@ -19,6 +19,7 @@ from prometheus_client.registry import Collector
 
 from app.resources import ResourceKind
 from app.runtime import runtime_of
+from app.streams.response import open_streams
 
 _KEY = "shoal.metrics"
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -83,7 +84,7 @@ class _RuntimeCollector(Collector):
         yield GaugeMetricFamily("shoal_cache_sequence", "Sequence number of the latest cache change.",
                                 value=fresh.seq)
         yield GaugeMetricFamily("shoal_open_streams", "Open streaming connections (SSE, logs, metrics).",
-                                value=0)
+                                value=open_streams(self._app))
 
 
 class _RequestMetrics:

@@ -22,6 +22,7 @@ from app.query.paging import RangeNotSatisfiable
 from app.resources import ResourceKind
 from app.runtime import current_runtime
 from app.schemas.v1.envelopes import COLLECTION_SCHEMAS, DETAIL_SCHEMAS
+from app.streams.scopes import kind_stream, object_stream
 
 
 def _lookup(kind: ResourceKind, object_id: str) -> Entry:
@@ -64,7 +65,7 @@ def resource_blueprint(kind: ResourceKind) -> Blueprint:
         @blp.response(200, COLLECTION_SCHEMAS[kind], description=f"A page of {spec.plural}.")
         @errors(blp, 400, 416, 503)
         @feed_documented(blp)
-        @negotiated(atom=history.kind_feed(kind))
+        @negotiated(sse=kind_stream(kind), atom=history.kind_feed(kind))
         def get(self) -> Response:
             return _collection(kind)
 
@@ -73,7 +74,7 @@ def resource_blueprint(kind: ResourceKind) -> Blueprint:
         @blp.response(200, DETAIL_SCHEMAS[kind], description=f"One {kind.value} with cross-references.")
         @errors(blp, 404, 503, codes=not_found)
         @feed_documented(blp)
-        @negotiated(atom=history.object_feed(kind))
+        @negotiated(sse=object_stream(kind), atom=history.object_feed(kind))
         def get(self, **path: str) -> Response:
             return respond.detail(_lookup(kind, path[spec.id_placeholder]))
 

@@ -126,9 +126,19 @@ def test_feeds_where_none_exists_are_406_api003(client: FlaskClient, path: str, 
     assert_problem(get(client, path, accept), 406, "API003")
 
 
-@pytest.mark.parametrize("path", ENDPOINTS)
+@pytest.mark.parametrize("path", NO_FEED)
 def test_event_stream_where_none_is_offered_is_406_api001(client: FlaskClient, path: str) -> None:
     assert_problem(get(client, path, "text/event-stream"), 406, "API001")
+
+
+@pytest.mark.parametrize("path", [LIST, DETAIL, "/stacks/shop", "/events"])
+def test_event_stream_on_lists_details_stacks_and_events(client: FlaskClient, path: str) -> None:
+    response = client.get(path, headers={"Accept": "text/event-stream"}, buffered=False)
+    try:
+        assert response.status_code == 200 and response.mimetype == "text/event-stream"
+        assert next(response.iter_encoded()) == b"retry: 3000\n\n"   # headers and the first bytes at once
+    finally:
+        response.close()
 
 
 @pytest.mark.parametrize("path", NO_FEED)

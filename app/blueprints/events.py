@@ -1,0 +1,50 @@
+"""``/events``: the global change stream (SSE only), and ``/api/asyncapi.json``: the streams' AsyncAPI 3.0
+document. The streams of list and detail URLs are routed by their own views (``negotiated(sse=...)``)."""
+
+from __future__ import annotations
+
+from flask import Response, current_app, request
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from app.blueprints.docs import errors
+from app.errors import ProblemError
+from app.http import respond
+from app.http.negotiation import SSE, negotiated
+from app.openapi import openapi_document
+from app.runtime import current_runtime
+from app.streams.asyncapi import ASYNCAPI_ROUTE, asyncapi_document
+from app.streams.scopes import events_stream
+from app.version import VERSION
+
+blp = Blueprint("events", __name__, description="Change events as Server-Sent Events.")
+STATIC_CACHE = "public, max-age=3600"
+
+
+def _accepts_anything() -> bool:
+    """No Accept, or one under which the stream is as good as JSON (``*/*`` from curl)."""
+    accept = request.accept_mimetypes
+    return not accept or accept.quality(SSE) >= accept.quality("application/json") > 0
+
+
+@blp.route("/events")
+class Events(MethodView):
+    @blp.response(200, description="The change stream (text/event-stream).")
+    @errors(blp, 400, 429, codes={400: "Unknown name in types (SSE002).",
+                                  429: "Too many event streams (SSE001); see Retry-After."})
+    @negotiated(sse=events_stream)
+    def get(self) -> Response:
+        if _accepts_anything():
+            return events_stream()
+        raise ProblemError("API002", detail="/events only streams: send Accept: text/event-stream.")
+
+
+@blp.route(ASYNCAPI_ROUTE)
+class AsyncApi(MethodView):
+    @blp.response(200, description="The AsyncAPI 3.0 document of the change streams.")
+    @errors(blp)
+    @negotiated()
+    def get(self) -> Response:
+        base = current_runtime().settings.base_path
+        return respond.document(asyncapi_document(openapi_document(current_app), VERSION, base),
+                                content_type="application/json", cache_control=STATIC_CACHE)

@@ -1,0 +1,96 @@
+"""One event-stream connection's side of the hub: its scope, its bounded queue of frames, its liveness.
+
+The hub only ever calls :meth:`Client.offer` (never blocks: a full queue is replaced by one ``sync``); the
+connection's own greenlet calls :meth:`Client.take` and writes what it gets, so a slow socket stalls that
+greenlet alone.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+from collections import deque
+from typing import Any
+
+from gevent import monkey
+from gevent.event import Event
+
+from app.streams.events import ScopeKey
+from app.streams.wire import sync_frame
+
+DEFAULT_QUEUE_FRAMES = 64          # about 6 s of 100 ms batches behind: then sync and start over
+_SOCKET_KEYS = ("gunicorn.socket", "shoal.socket")
+_poll = monkey.get_original("select", "poll")   # a non-blocking check must not yield to the hub
+
+
+class Client:
+    __slots__ = ("_frames", "_ready", "after_seq", "closed", "environ", "limit", "overflows", "scopes")
+
+    def __init__(self, scopes: frozenset[ScopeKey], after_seq: int, limit: int = DEFAULT_QUEUE_FRAMES,
+                 environ: dict[str, Any] | None = None) -> None:
+        self.scopes = scopes
+        self.after_seq = after_seq      # changes up to here are not this client's (replayed, or before it)
+        self.limit = limit
+        self.overflows = 0
+        self.closed = False
+        self.environ = environ
+        self._frames: deque[bytes] = deque()
+        self._ready = Event()
+
+    @property
+    def queued(self) -> int:
+        return len(self._frames)
+
+    def offer(self, frame: bytes, seq: int) -> None:
+        """Queue a frame; when the queue is full, drop the backlog and queue a ``sync`` at ``seq`` instead."""
+        if self.closed:
+            return
+        if len(self._frames) >= self.limit:
+            self._frames.clear()
+            self._frames.append(sync_frame(seq))
+            self.overflows += 1
+        else:
+            self._frames.append(frame)
+        self._ready.set()
+
+    def close(self) -> None:
+        """Wake the connection's greenlet so it ends its stream (hub shutdown)."""
+        self.closed = True
+        self._ready.set()
+
+    def take(self, timeout: float) -> bytes | None:
+        """Everything queued, as one chunk; None when nothing came within ``timeout`` (or it was closed)."""
+        if not self._frames and not self.closed:
+            self._ready.clear()
+            self._ready.wait(timeout)
+        if not self._frames:
+            return None
+        chunk = b"".join(self._frames)
+        self._frames.clear()
+        return chunk
+
+    def gone(self) -> bool:
+        """Whether the peer closed the connection (EOF/reset), checked without blocking or writing: a dead
+        idle client is found within one liveness interval instead of at the next keepalive write."""
+        sock = next((self.environ[key] for key in _SOCKET_KEYS if self.environ and key in self.environ), None)
+        if sock is None:
+            return False
+        try:
+            fd = sock.fileno()
+        except OSError:
+            return True
+        if fd < 0:
+            return True
+        poller = _poll()
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+        events = poller.poll(0)
+        if not events:
+            return False
+        if events[0][1] & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
+            return True
+        try:
+            return bool(sock.recv(1, socket.MSG_PEEK) == b"")
+        except (ValueError, BlockingIOError, InterruptedError):   # TLS sockets take no flags
+            return False
+        except OSError:
+            return True

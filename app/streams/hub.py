@@ -1,0 +1,210 @@
+"""The hub: every cache change batch in, one frame per batch window and scope group out.
+
+- The cache calls :meth:`Hub.on_changes` synchronously inside its write: it only appends to a list (and
+  arms the window's timer), so a write never waits for streams. With no client connected it does nothing.
+- When the window (``server.sse.batch_interval``) ends, :meth:`Hub.flush` runs in its own greenlet: each
+  change's ``data`` JSON is built at most once (only if some client's scope wants it), clients with the same
+  scope set share one frame, and each client gets it through :meth:`Client.offer`, which never blocks. The
+  flush yields to the hub every :data:`YIELD_EVERY` events, so a burst (a full sync) does not stall the
+  worker; changes that arrive meanwhile wait for the next window.
+- Nothing here writes to a socket: the connection greenlets do (``app.streams.response``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import gevent
+
+from app.cache.history import Change
+from app.cache.store import Cache
+from app.streams import events
+from app.streams.client import DEFAULT_QUEUE_FRAMES, Client
+from app.streams.events import Built, ScopeKey
+from app.streams.wire import batch_frame, encode_json, sync_frame
+
+log = logging.getLogger(__name__)
+
+MAX_CLIENTS = 256
+YIELD_EVERY = 200          # events built between two cooperative yields
+REPLAY_CHUNK = 500         # events per replayed batch frame
+
+
+class StreamCapReached(Exception):
+    """All :data:`MAX_CLIENTS` event streams are open (answered 429 SSE001)."""
+
+
+@dataclass(slots=True)
+class HubStats:
+    opened: int = 0
+    refused: int = 0
+    flushes: int = 0
+    frames: int = 0
+    events_built: int = 0
+    overflows: int = 0
+    last_flush_ms: float = 0.0
+
+
+class Hub:
+    def __init__(self, cache: Cache, *, batch_interval: float = 0.1, base_path: str = "",
+                 max_clients: int = MAX_CLIENTS, queue_frames: int = DEFAULT_QUEUE_FRAMES) -> None:
+        self.cache = cache
+        self.batch_interval = batch_interval
+        self.base_path = base_path
+        self.max_clients = max_clients
+        self.queue_frames = queue_frames
+        self.stats = HubStats()
+        self._clients: set[Client] = set()
+        self._pending: list[Change] = []
+        self._timer: gevent.Greenlet | None = None
+        self._flushing = False
+        self._unsubscribe: Callable[[], None] | None = cache.subscribe(self.on_changes)
+
+    @property
+    def open_streams(self) -> int:
+        return len(self._clients)
+
+    # ------------------------------------------------------------------ clients
+    def open(self, scopes: frozenset[ScopeKey], environ: dict[str, object] | None = None) -> Client:
+        """Register a client from the current sequence on; no yield between the cap check and the add."""
+        if len(self._clients) >= self.max_clients:
+            self.stats.refused += 1
+            raise StreamCapReached
+        client = Client(scopes, self.cache.history.last_seq, self.queue_frames, environ)
+        self._clients.add(client)
+        self.stats.opened += 1
+        return client
+
+    def close(self, client: Client) -> None:
+        """Idempotent: called by the stream's ``finally`` and by the response's close."""
+        client.closed = True
+        self.stats.overflows += client.overflows
+        client.overflows = 0
+        self._clients.discard(client)
+
+    def shutdown(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        for client in list(self._clients):
+            client.close()
+        if self._timer is not None:
+            self._timer.kill(block=False)
+            self._timer = None
+
+    # ------------------------------------------------------------------ changes in
+    def on_changes(self, changes: list[Change]) -> None:
+        """Cache listener: called inside the cache's write, so it must stay O(1)-ish and do no I/O."""
+        if not self._clients:
+            return
+        self._pending.extend(changes)
+        if self._timer is None:
+            self._timer = gevent.spawn_later(self.batch_interval, self._flush_window)
+
+    def _flush_window(self) -> None:
+        self._timer = None
+        if self._flushing:   # the previous window's flush still runs (it yields): keep the order per client
+            self._timer = gevent.spawn_later(self.batch_interval, self._flush_window)
+            return
+        self._flushing = True
+        try:
+            self.flush()
+        except Exception:  # a bug here must not end the stream machinery: log it, clients resync
+            log.exception("SSE flush failed; clients get sync")
+            for client in list(self._clients):
+                client.offer(sync_frame(self.cache.history.last_seq), self.cache.history.last_seq)
+        finally:
+            self._flushing = False
+
+    def flush(self) -> None:
+        """Deliver the pending changes: one frame per (scope set) group, offered to each of its clients."""
+        pending, self._pending = self._pending, []
+        if not pending or not self._clients:
+            return
+        started = time.perf_counter()
+        built = [events.built(self.cache, change) for change in pending]
+        groups: dict[frozenset[ScopeKey], list[Client]] = {}
+        for client in self._clients:
+            groups.setdefault(client.scopes, []).append(client)
+        counter = _Counter()
+        for scopes, clients in groups.items():
+            wanted = [b for b in built if b.keys & scopes]
+            if not wanted:
+                continue
+            shared: bytes | None = None
+            for client in clients:
+                mine = wanted if wanted[0].change.seq > client.after_seq \
+                    else [b for b in wanted if b.change.seq > client.after_seq]
+                if not mine:
+                    continue
+                if mine is wanted:
+                    if shared is None:
+                        shared = self._frame(mine, counter)
+                    frame = shared
+                else:
+                    frame = self._frame(mine, counter)
+                client.offer(frame, mine[-1].change.seq)
+                self.stats.frames += 1
+        self.stats.flushes += 1
+        self.stats.last_flush_ms = (time.perf_counter() - started) * 1000
+
+    def _frame(self, wanted: list[Built], counter: _Counter) -> bytes:
+        for item in wanted:
+            if item.data is None:
+                item.data = encode_json(events.event_data(self.cache, item.change, item.entry, self.base_path))
+                self.stats.events_built += 1
+                counter.tick()
+        return batch_frame(wanted[-1].change.seq, [(b.change.kind.value, b.data or b"") for b in wanted])
+
+    # ------------------------------------------------------------------ replay
+    def replay(self, client: Client, last_event_id: str | None) -> Iterator[bytes]:
+        """Frames for a reconnecting client: the missed changes of its scope after ``last_event_id`` (up to
+        the sequence it was registered at), or one ``sync`` when they are not all in the history ring or
+        the id is not one this service gave."""
+        if last_event_id is None:
+            return iter(())
+        seq = parse_event_id(last_event_id)
+        missed = None if seq is None else self.cache.history.since(seq)
+        if missed is None:
+            return iter((sync_frame(client.after_seq),))
+        upto = client.after_seq
+        return self._replay_frames([c for c in missed if c.seq <= upto], client.scopes)
+
+    def _replay_frames(self, changes: list[Change], scopes: frozenset[ScopeKey]) -> Iterator[bytes]:
+        counter = _Counter()
+        chunk: list[Built] = []
+        for change in changes:
+            item = events.built(self.cache, change)
+            if item.keys & scopes:
+                chunk.append(item)
+            if len(chunk) >= REPLAY_CHUNK:
+                yield self._frame(chunk, counter)
+                chunk = []
+        if chunk:
+            yield self._frame(chunk, counter)
+
+
+class _Counter:
+    """Yield to the gevent hub every :data:`YIELD_EVERY` events built."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def tick(self) -> None:
+        self.count += 1
+        if self.count % YIELD_EVERY == 0:
+            gevent.sleep(0)
+
+
+def parse_event_id(value: str) -> int | None:
+    """A sequence number this service could have sent: ASCII digits only, at most 18 of them."""
+    value = value.strip()
+    if not value or len(value) > 18 or not value.isascii() or not value.isdigit():
+        return None
+    return int(value)
+

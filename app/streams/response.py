@@ -1,0 +1,95 @@
+"""The HTTP side of a stream: cap check, headers before the first byte, replay, queue, keepalive, cleanup.
+
+The body is a generator the WSGI server iterates in the connection's own greenlet; it touches no request
+or app context (everything it needs is passed in). Its four endings: the client goes away (a failed write,
+or the liveness check finding EOF between writes), the hub shuts down, the server closes the response, or
+the cap refused it before it started. Every one unregisters the client (``finally`` and ``call_on_close``,
+both idempotent), so the cap never leaks: an idle dead client is found within :data:`LIVENESS_INTERVAL`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+from flask import Flask, Response, current_app, request
+
+from app.cache.store import Cache
+from app.config import Settings
+from app.errors import ProblemError
+from app.streams.client import Client
+from app.streams.events import ScopeKey
+from app.streams.hub import Hub, StreamCapReached
+from app.streams.wire import KEEPALIVE, RETRY
+
+MEDIA_TYPE = "text/event-stream"
+LIVENESS_INTERVAL = 1.0        # seconds between two non-blocking checks of an idle connection
+RETRY_AFTER = "5"
+_EXTENSION_KEY = "shoal.streams"
+# No Cache-Control, ETag or Last-Modified on streams (interface "Response headers"); nginx must not buffer.
+STREAM_HEADERS = {"X-Accel-Buffering": "no"}
+
+
+def init_streams(app: Flask, cache: Cache, settings: Settings) -> Hub:
+    """Create the app's hub on its cache (a listener only: no greenlet runs until a change meets a client)."""
+    hub = Hub(cache, batch_interval=settings.sse_batch_interval, base_path=settings.base_path)
+    app.extensions[_EXTENSION_KEY] = (hub, settings.sse_keepalive)
+    return hub
+
+
+def open_streams(app: Flask) -> int:
+    """Event streams open now (the ``shoal_open_streams`` gauge); 0 for an app without streams."""
+    entry = app.extensions.get(_EXTENSION_KEY)
+    return entry[0].open_streams if entry else 0
+
+
+def hub_of(app: Flask) -> Hub:
+    hub, _ = app.extensions[_EXTENSION_KEY]
+    assert isinstance(hub, Hub)
+    return hub
+
+
+def last_event_id() -> str | None:
+    """``Last-Event-ID`` (what EventSource sends on reconnect), else ``?lastEventId=`` for clients that
+    cannot set headers; an empty value is no value."""
+    value = request.headers.get("Last-Event-ID")
+    if value is None or value == "":
+        value = request.args.get("lastEventId")
+    return value or None
+
+
+def stream_response(scopes: frozenset[ScopeKey]) -> Response:
+    """Open a stream of the events carrying any of ``scopes``; 429 SSE001 with Retry-After at the cap."""
+    hub, keepalive = current_app.extensions[_EXTENSION_KEY]
+    if request.method == "HEAD":   # headers only: no client registered, nothing to clean up
+        return Response(b"", content_type=MEDIA_TYPE, headers=STREAM_HEADERS)
+    try:
+        client = hub.open(scopes, request.environ)
+    except StreamCapReached:
+        raise ProblemError("SSE001", detail=f"{hub.max_clients} event streams are open; retry later.",
+                           headers={"Retry-After": RETRY_AFTER}) from None
+    replay = hub.replay(client, last_event_id())
+    response = Response(_body(hub, client, replay, keepalive), content_type=MEDIA_TYPE, headers=STREAM_HEADERS)
+    response.call_on_close(lambda: hub.close(client))
+    return response
+
+
+def _body(hub: Hub, client: Client, replay: Iterator[bytes], keepalive: float) -> Iterator[bytes]:
+    try:
+        yield RETRY     # the first chunk sends the headers at once (EventSource fires "open")
+        yield from replay
+        idle_since = time.monotonic()
+        while not client.closed:
+            wait = max(0.0, min(LIVENESS_INTERVAL, idle_since + keepalive - time.monotonic()))
+            chunk = client.take(wait)
+            if chunk:
+                yield chunk
+                idle_since = time.monotonic()
+                continue
+            if client.closed or client.gone():
+                return
+            if time.monotonic() - idle_since >= keepalive:
+                yield KEEPALIVE
+                idle_since = time.monotonic()
+    finally:
+        hub.close(client)
