@@ -12,7 +12,7 @@ redirect (with TLS on, the server speaks only TLS).
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from flask import Flask, Response, g, redirect, render_template, request
 from werkzeug.exceptions import NotFound
@@ -71,10 +71,11 @@ def _finalize(response: Response) -> Response:
         response.vary.add("Accept")
         base = current_runtime().settings.base_path
         values = [*discovery_links(base), *response.headers.getlist("Link")]
-        if g.get("feed_capable") and response.mimetype not in _NO_FEED_ALTERNATE:
+        if g.get("feed_capable") and response.status_code < 400 and response.mimetype not in _NO_FEED_ALTERNATE:
+            target = quote(base + path, safe="/!$&'()*+,;=:@-._~")   # header values are ASCII
             query = feed_query(request.args)
-            values += [link(base + path + ".atom" + query, "alternate", ATOM),
-                       link(base + path + ".feed.json" + query, "alternate", FEED_JSON)]
+            values += [link(target + ".atom" + query, "alternate", ATOM),
+                       link(target + ".feed.json" + query, "alternate", FEED_JSON)]
         response.headers["Link"] = ", ".join(values)
     if request.method in ("GET", "HEAD") and request.url_rule is not None and "Allow" not in response.headers:
         methods = request.url_rule.methods or set()

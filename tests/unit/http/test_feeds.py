@@ -149,3 +149,11 @@ def test_feed_limits_clamp_and_default(client: FlaskClient) -> None:
     assert len(_atom(client, "/history.atom?limit=0").entries) == min(50, len(_atom(client, "/history.atom").entries))
     document = client.get("/history.feed.json?limit=100000").get_json(force=True)
     assert len(document["items"]) <= 200
+
+
+def test_link_headers_stay_ascii_and_errors_link_no_feed(client: FlaskClient) -> None:
+    """A path with non-ASCII characters once put them raw into the alternate Link: gunicorn answered 500."""
+    response = client.get("/nodes/%C2%80%C3%A9x")
+    assert response.status_code == 404
+    response.headers["Link"].encode("ascii")
+    assert 'rel="alternate"' not in response.headers["Link"]
