@@ -3,14 +3,14 @@ document. The streams of list and detail URLs are routed by their own views (``n
 
 from __future__ import annotations
 
-from flask import Response, current_app, request
+from flask import Response, current_app
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
-from app.blueprints.docs import errors
+from app.blueprints.docs import errors, feed_documented
 from app.errors import ProblemError
-from app.http import respond
-from app.http.negotiation import SSE, negotiated
+from app.http import history, respond
+from app.http.negotiation import negotiated
 from app.openapi import openapi_document
 from app.runtime import current_runtime
 from app.streams.asyncapi import ASYNCAPI_ROUTE, asyncapi_document
@@ -21,21 +21,16 @@ blp = Blueprint("events", __name__, description="Change events as Server-Sent Ev
 STATIC_CACHE = "public, max-age=3600"
 
 
-def _accepts_anything() -> bool:
-    """No Accept, or one under which the stream is as good as JSON (``*/*`` from curl)."""
-    accept = request.accept_mimetypes
-    return not accept or accept.quality(SSE) >= accept.quality("application/json") > 0
-
-
 @blp.route("/events")
 class Events(MethodView):
     @blp.response(200, description="The change stream (text/event-stream).")
     @errors(blp, 400, 429, codes={400: "Unknown name in types (SSE002).",
                                   429: "Too many event streams (SSE001); see Retry-After."})
-    @negotiated(sse=events_stream)
+    @feed_documented(blp)
+    @negotiated(sse=events_stream, atom=history.global_feed)   # /events.atom: the global history feed
     def get(self) -> Response:
-        if _accepts_anything():
-            return events_stream()
+        """Only an explicit ``Accept: text/event-stream`` opens the stream (``*/*`` means JSON here, as on
+        every URL, and a never-ending body is no default answer): anything else is 406 API002."""
         raise ProblemError("API002", detail="/events only streams: send Accept: text/event-stream.")
 
 
