@@ -14,7 +14,7 @@ from tests.unit.support import Harness
 
 ATOM, FEED_JSON = "application/atom+xml", "application/feed+json"
 FEEDS = ["/services", f"/services/{o.SVC_WEB}", "/stacks/shop", "/history", f"/volumes/{o.VOL_SHOP}",
-         "/tasks", f"/nodes/{o.NODE_WORKER}"]
+         "/tasks", f"/nodes/{o.NODE_WORKER}", "/events"]   # /events.atom: the feed the HTML shell links
 
 
 def _atom(client: FlaskClient, url: str, **headers: str) -> feedparser.FeedParserDict:
