@@ -157,3 +157,11 @@ def test_link_headers_stay_ascii_and_errors_link_no_feed(client: FlaskClient) ->
     assert response.status_code == 404
     response.headers["Link"].encode("ascii")
     assert 'rel="alternate"' not in response.headers["Link"]
+
+
+@pytest.mark.parametrize(("path", "feed"), [("/", "/events"), ("/services", "/services"), ("/history", "/history")])
+def test_the_html_shell_links_both_feeds_and_they_answer(client: FlaskClient, path: str, feed: str) -> None:
+    head = client.get(path, headers={"Accept": "text/html"}).get_data(as_text=True).split("</head>", 1)[0]
+    for extension, media in ((".atom", ATOM), (".feed.json", FEED_JSON)):
+        assert f'type="{media}" title="Cluster changes"\n        href="{feed}{extension}"' in head
+        assert client.get(feed + extension).mimetype == media
