@@ -7,7 +7,7 @@ import copy
 from typing import Any
 
 from app.resources import ResourceKind
-from app.streams.asyncapi import ASYNCAPI_PATH
+from app.streams.asyncapi import ASYNCAPI_PATH, ASYNCAPI_ROUTE
 
 _STREAM = {"text/event-stream": {"schema": {
     "type": "string", "description": "Server-Sent Events; event names, data and ids: see the AsyncAPI document "
@@ -34,6 +34,11 @@ def document_streams(document: dict[str, Any], base_path: str) -> None:
     document["externalDocs"] = {"description": "Change events (Server-Sent Events): AsyncAPI 3.0 document",
                                 "url": base_path + ASYNCAPI_PATH}
     document["x-asyncapi"] = base_path + ASYNCAPI_PATH
+    asyncapi = document.get("paths", {}).get(ASYNCAPI_ROUTE, {}).get("get")
+    if asyncapi is not None:
+        content = asyncapi.setdefault("responses", {}).setdefault("200", {"description": "OK"}) \
+            .setdefault("content", {})
+        content["application/json"] = {"schema": {"type": "object", "description": "AsyncAPI 3.0.0 document"}}
     for path in stream_paths():
         operation = document.get("paths", {}).get(path, {}).get("get")
         if operation is None:

@@ -196,6 +196,7 @@ def test_api_links_the_asyncapi_document(client: FlaskClient) -> None:
     document = client.get("/api").get_json()
     assert document["x-asyncapi"] == "/api/asyncapi.json"
     assert document["externalDocs"]["url"] == "/api/asyncapi.json"
+    assert "application/json" in document["paths"]["/api/asyncapi"]["get"]["responses"]["200"]["content"]
 
 
 def test_the_asyncapi_document_is_valid_asyncapi_3(client: FlaskClient) -> None:
