@@ -15,6 +15,7 @@ own write endpoints; there are none yet (writes come in a later issue), so it is
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,6 +58,28 @@ def display_name(change: Change, cache: Cache) -> str:
     return f"{prefix}.{slot}" if slot else f"{prefix}.{raw.get('NodeID') or change.id}"
 
 
+# Records never change, and readers poll the same newest pages: the summary and diff of the last
+# ``MEMO_SIZE`` records served are kept (a service update's spec walk costs ~50-80 µs; a 200-entry page
+# of them ~15 ms, then ~2 ms from the memo).
+MEMO_SIZE = 2_048
+_memo: OrderedDict[tuple[int, float], tuple[str, Data]] = OrderedDict()
+
+
+def described(change: Change) -> tuple[str, Data]:
+    """The summary and the ``changes``/``changesOmitted`` members (updates only) of one record, memoised."""
+    key = (change.seq, change.timestamp)
+    found = _memo.get(key)
+    if found is not None:
+        _memo.move_to_end(key)
+        return found
+    text, differences = change_summary(change)
+    found = (text, diff.change_list(differences) if change.action is Action.UPDATE else {})
+    _memo[key] = found
+    if len(_memo) > MEMO_SIZE:
+        _memo.popitem(last=False)
+    return found
+
+
 def change_summary(change: Change) -> tuple[str, list[diff.Difference]]:
     """The summary and (updates only) the differences of one record."""
     if change.action is Action.UPDATE:
@@ -71,14 +94,13 @@ def change_summary(change: Change) -> tuple[str, list[diff.Difference]]:
 
 def entry(change: Change, cache: Cache, base: str) -> Data:
     """The JSON form of one record (paths under the ``base`` path prefix)."""
-    text, found = change_summary(change)
+    text, members = described(change)
     body: Data = {
         "@id": base + entry_path(change.seq), "@type": ENTRY_TYPE, "id": change.seq,
         "timestamp": iso_time(change.timestamp), "type": change.kind.value, "action": change.action.value,
         "resourceId": change.id, "name": display_name(change, cache),
         "resource": base + resource_path(change), "summary": text,
     }
-    if change.action is Action.UPDATE:
-        body.update(diff.change_list(found))
+    body.update(members)   # shared with the memo: callers must not mutate an entry's changes
     body["audit"] = None
     return body
