@@ -131,7 +131,8 @@ def main() -> None:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             try:
-                if get(port, "/-/ready", 2)[0] == 200:
+                status, body = get(port, "/-/health", 2)   # no watcher here: /-/ready never says connected
+                if status == 200 and b'"status":"ok"' in body:
                     break
             except OSError:
                 pass
