@@ -18,7 +18,7 @@ import bisect
 import itertools
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -85,6 +85,29 @@ class History:
         while len(self._ring) > 1 and (len(self._ring) > self._capacity or self._bytes > self._max_bytes):
             self._bytes -= self._ring.popleft().size
         return change
+
+    def restore(self, records: Iterable[Change], last_seq: int) -> None:
+        """Continue a sequence persisted by an earlier process: keep the consecutive run of ``records``
+        (ascending) that ends at ``last_seq``, within the bounds; the next record is ``last_seq + 1``.
+
+        Only an empty, never-used ring can be restored: numbers already handed out must not be reused."""
+        if self._seq or self._ring:
+            raise ValueError("only an empty history can be restored")
+        if last_seq < 0:
+            raise ValueError("the sequence cannot be negative")
+        run: list[Change] = []
+        for change in records:
+            if run and change.seq != run[-1].seq + 1:
+                run = []   # a hole: only the run after it can be served by position
+            run.append(change)
+        if not run or run[-1].seq != last_seq:
+            run = []       # the records do not end where the sequence does: none of them can be trusted
+        self._seq = last_seq
+        for change in run:
+            self._ring.append(change)
+            self._bytes += change.size
+        while len(self._ring) > 1 and (len(self._ring) > self._capacity or self._bytes > self._max_bytes):
+            self._bytes -= self._ring.popleft().size
 
     def since(self, seq: int) -> list[Change] | None:
         """Changes after ``seq``; None when ``seq`` fell out of the ring (the caller must resync)."""

@@ -239,6 +239,42 @@ class Cache:
         self._last_sync_duration = duration
         return self._commit(changes)
 
+    # ------------------------------------------------------------------ restoring persisted state (app.store)
+    def restore(self, objects: Mapping[ResourceKind, Iterable[Raw]], records: Iterable[Change],
+                last_seq: int) -> None:
+        """Load the state an earlier process persisted, before the watcher starts: the engine objects
+        (stacks are derived again), the history ring and its sequence.
+
+        Nothing is emitted or recorded: the service was down, so what changed meanwhile is for the first
+        full sync to find by diffing the engine against this state, numbered after ``last_seq``. Freshness
+        stays "not synced" until that sync. Only an empty, never-written cache can be restored."""
+        if self._clock or self.history.last_seq or any(self._entries.values()):
+            raise ValueError("only an empty cache can be restored")
+        for kind in ENGINE_KINDS:
+            for raw in objects.get(kind, ()):
+                self._place(build_entry(kind, raw))
+        for name, members in list(self._stack_members.items()):
+            if members.get(ResourceKind.SERVICE):
+                self._place(build_entry(ResourceKind.STACK, self._stack_raw(name, members)))
+        self.history.restore(records, last_seq)
+        for change in self.history.newest_first():
+            key = (change.kind, change.id)
+            if (change.action is Action.REF_CHANGED and key not in self._ref_times
+                    and change.id in self._entries[change.kind]):
+                self._ref_times[key] = change.timestamp
+
+    def _place(self, entry: Entry) -> None:
+        """Store an entry with its indexes, without a change record (``restore`` only)."""
+        table = self._entries[entry.kind]
+        old = table.get(entry.id)
+        if old is not None:
+            self._unindex(old)
+        table[entry.id] = entry
+        self._versions[entry.kind][entry.id] = entry.version
+        self._invalidate(entry.kind)
+        self._index(entry)
+        entry.written = self._tick()
+
     # ------------------------------------------------------------------ unconditional writes (tests, benches)
     def upsert(self, kind: ResourceKind, raw: Raw) -> list[Change]:
         """Store an object as given, whatever the cache holds."""
