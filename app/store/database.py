@@ -1,0 +1,288 @@
+"""The SQLite file: schema, checks at open, moving a bad file aside, loading, batched writes.
+
+Everything here is blocking and runs on the store's own thread (``app.store.persister``), never on the
+gevent hub. One connection, used by one thread at a time.
+
+Tables (schema version ``SCHEMA_VERSION`` in ``PRAGMA user_version``, ``APPLICATION_ID`` in
+``PRAGMA application_id``):
+
+- ``meta``: ``epoch`` (when this sequence started, whole seconds: part of feed entry ids), ``last_seq``
+  (the newest change number written), ``clean`` (1 after an orderly close, 0 while open).
+- ``history``: one row per change record of the cache's ring (seq, kind, action, id, name, timestamp,
+  before/after JSON, estimated size), trimmed to what the ring keeps.
+- ``objects``: the last cache snapshot, one row per engine object (raw JSON), kept current from the change
+  records (upsert on create/update, delete on remove), never rewritten whole in normal operation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.cache.entries import Raw, raw_identity
+from app.cache.history import Action, Change
+from app.resources import ENGINE_KINDS, ResourceKind
+
+APPLICATION_ID = 0x53484F4C        # "SHOL": marks the file as this service's
+SCHEMA_VERSION = 1
+FILE_NAME = "shoal.db"
+_HEADER = b"SQLite format 3\x00"
+_SIDE_FILES = ("-wal", "-shm")
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE history (
+    seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, action TEXT NOT NULL, object_id TEXT NOT NULL,
+    name TEXT NOT NULL, ts REAL NOT NULL, before TEXT, after TEXT, size INTEGER NOT NULL);
+CREATE TABLE objects (kind TEXT NOT NULL, id TEXT NOT NULL, raw TEXT NOT NULL, PRIMARY KEY (kind, id));
+"""
+_TABLES = {"meta", "history", "objects"}
+
+
+class BadStoreFile(Exception):
+    """The file is not this service's store (not SQLite, another application's, a newer schema) or is
+    damaged (failed integrity check, unreadable content). It is moved aside, never deleted."""
+
+
+@dataclass(slots=True)
+class Loaded:
+    epoch: int
+    last_seq: int
+    clean: bool                                   # the previous process closed the file in order
+    objects: dict[ResourceKind, list[Raw]] = field(default_factory=dict)
+    records: list[Change] = field(default_factory=list)
+
+    @property
+    def object_count(self) -> int:
+        return sum(len(raws) for raws in self.objects.values())
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+class Database:
+    def __init__(self, connection: sqlite3.Connection, path: str) -> None:
+        self._db = connection
+        self.path = path
+        self.was_clean = True      # the previous process closed the file in order (a new file: trivially)
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def open(cls, path: str, epoch: int | None = None) -> Database:
+        """Open (or create) the store file and check it is ours and sound.
+
+        :param epoch: for a new file, the epoch to record (default: now).
+        :raises BadStoreFile: the file exists but must not be used (the caller moves it aside).
+        :raises sqlite3.OperationalError, OSError: the file cannot be opened or created at all.
+        """
+        _check_header(path)
+        connection = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+        try:
+            database = cls(connection, path)
+            database._prepare(epoch)
+        except sqlite3.DatabaseError as exc:
+            connection.close()
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise
+            raise BadStoreFile(f"SQLite refused the file: {exc}") from None
+        except BaseException:
+            connection.close()
+            raise
+        return database
+
+    def _prepare(self, epoch: int | None) -> None:
+        db = self._db
+        application_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if application_id == 0 and version == 0 and not tables:
+            self._create(epoch)
+            return
+        if application_id != APPLICATION_ID:
+            raise BadStoreFile(f"a SQLite database of another application (application_id {application_id:#x}, "
+                               f"tables {sorted(tables)[:5]})")
+        if version != SCHEMA_VERSION:
+            raise BadStoreFile(f"schema version {version}, this version reads {SCHEMA_VERSION}")
+        if not tables >= _TABLES:
+            raise BadStoreFile(f"tables missing: {sorted(_TABLES - tables)}")
+        problems = [row[0] for row in db.execute("PRAGMA quick_check(5)")]
+        if problems != ["ok"]:
+            raise BadStoreFile(f"integrity check failed: {'; '.join(problems)}")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        clean = db.execute("SELECT value FROM meta WHERE key = 'clean'").fetchone()
+        self.was_clean = clean is not None and clean[0] == "1"
+        db.execute("UPDATE meta SET value = '0' WHERE key = 'clean'")
+
+    def _create(self, epoch: int | None) -> None:
+        db = self._db
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        with self._transaction():
+            for statement in _SCHEMA.strip().split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
+                           [("epoch", str(int(time.time()) if epoch is None else epoch)), ("last_seq", "0"),
+                            ("clean", "0")])
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    # ------------------------------------------------------------------ reading
+    def load(self) -> Loaded:
+        """Everything persisted. Objects whose JSON equals a record's share one decoded dict, as they did
+        in the process that wrote them, so a restored ring does not hold three copies of each object.
+
+        :raises BadStoreFile: content this version cannot read (the file is then moved aside)."""
+        try:
+            return self._load()
+        except (ValueError, KeyError, TypeError) as exc:   # JSONDecodeError is a ValueError
+            raise BadStoreFile(f"unreadable content: {type(exc).__name__}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            raise BadStoreFile(f"unreadable content: {exc}") from None
+
+    def _load(self) -> Loaded:
+        meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        loaded = Loaded(int(meta["epoch"]), int(meta["last_seq"]), self.was_clean)
+        latest: dict[tuple[str, str], tuple[str, Any]] = {}   # (kind, id) → (JSON text, decoded) of the newest
+
+        def decode(key: tuple[str, str], text: str | None) -> Any:
+            if text is None:
+                return None
+            known = latest.get(key)
+            if known is not None and known[0] == text:
+                return known[1]
+            value = json.loads(text)
+            latest[key] = (text, value)
+            return value
+
+        for row in self._db.execute("SELECT seq, kind, action, object_id, name, ts, before, after, size "
+                                    "FROM history ORDER BY seq"):
+            seq, kind, action, object_id, name, ts, before, after, size = row
+            key = (kind, object_id)
+            loaded.records.append(Change(int(seq), ResourceKind(kind), Action(action), str(object_id), str(name),
+                                         float(ts), decode(key, before), decode(key, after), int(size)))
+        for kind_text, object_id, text in self._db.execute("SELECT kind, id, raw FROM objects"):
+            kind = ResourceKind(kind_text)
+            if kind not in ENGINE_KINDS:
+                raise ValueError(f"{kind.value} objects are derived, not stored")
+            raw = decode((kind_text, object_id), text)
+            if not isinstance(raw, dict):
+                raise TypeError(f"{kind.value} {object_id} is not a JSON object")
+            loaded.objects.setdefault(kind, []).append(raw)
+        return loaded
+
+    # ------------------------------------------------------------------ writing
+    def write(self, changes: Sequence[Change], keep_from: int | None) -> None:
+        """One transaction: the records (those at or after ``keep_from``, the ring's oldest), the snapshot
+        rows they change (net per object), the history trimmed below ``keep_from``, the new ``last_seq``."""
+        if changes:
+            with self._transaction():
+                self._records(changes, keep_from, snapshot=True)
+                self._set_last_seq(changes[-1].seq)
+
+    def rewrite(self, objects: Iterable[tuple[ResourceKind, Raw]], records: Sequence[Change], last_seq: int) -> None:
+        """Replace everything with the cache's current state (after writes were lost: a failing disk)."""
+        with self._transaction():
+            self._db.execute("DELETE FROM objects")
+            self._db.execute("DELETE FROM history")
+            self._db.executemany("INSERT OR REPLACE INTO objects (kind, id, raw) VALUES (?, ?, ?)",
+                                 [(kind.value, _object_id(kind, raw), _dumps(raw)) for kind, raw in objects])
+            self._records(records, None, snapshot=False)
+            self._set_last_seq(last_seq)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _set_last_seq(self, seq: int) -> None:
+        self._db.execute("UPDATE meta SET value = ? WHERE key = 'last_seq'", (str(seq),))
+
+    def _records(self, changes: Sequence[Change], keep_from: int | None, snapshot: bool) -> None:
+        texts: dict[int, str] = {}   # id(dict) → JSON: an update's before is the previous record's after
+
+        def text(value: Any) -> str | None:
+            if value is None:
+                return None
+            known = texts.get(id(value))
+            if known is None:
+                known = texts[id(value)] = _dumps(value)
+            return known
+
+        rows = []
+        objects: dict[tuple[str, str], str | None] = {}
+        for change in changes:
+            after = text(change.after)
+            if keep_from is None or change.seq >= keep_from:
+                rows.append((change.seq, change.kind.value, change.action.value, change.id, change.name,
+                             change.timestamp, text(change.before), after, change.size))
+            if snapshot and change.kind in ENGINE_KINDS and change.action is not Action.REF_CHANGED:
+                objects[(change.kind.value, change.id)] = None if change.action is Action.REMOVE else after
+        db = self._db
+        db.executemany("INSERT OR REPLACE INTO history (seq, kind, action, object_id, name, ts, before, after, "
+                       "size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        db.executemany("INSERT INTO objects (kind, id, raw) VALUES (?, ?, ?) "
+                       "ON CONFLICT (kind, id) DO UPDATE SET raw = excluded.raw",
+                       [(kind, object_id, raw) for (kind, object_id), raw in objects.items() if raw is not None])
+        db.executemany("DELETE FROM objects WHERE kind = ? AND id = ?",
+                       [key for key, raw in objects.items() if raw is None])
+        if keep_from is not None:
+            db.execute("DELETE FROM history WHERE seq < ?", (keep_from,))
+
+    def close(self) -> None:
+        """Mark an orderly close and fold the WAL back into the file."""
+        try:
+            self._db.execute("UPDATE meta SET value = '1' WHERE key = 'clean'")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            self._db.close()
+
+
+def _object_id(kind: ResourceKind, raw: Raw) -> str:
+    return raw_identity(kind, raw)[0]
+
+
+def _check_header(path: str) -> None:
+    """A non-empty file that does not start with the SQLite header is not ours (SQLite itself would only
+    say "file is not a database" on the first query)."""
+    try:
+        with open(path, "rb") as file:
+            header = file.read(len(_HEADER))
+    except FileNotFoundError:
+        return
+    if header and header != _HEADER:
+        raise BadStoreFile("not a SQLite database (unexpected file header)")
+
+
+def move_aside(path: str, now: float | None = None) -> str:
+    """Rename the file (and its WAL and shared-memory files) with a UTC timestamp suffix; returns the new
+    name. Never deletes: the operator decides what to do with it."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    target = f"{path}.bad-{stamp}"
+    counter = 1
+    while os.path.exists(target):
+        counter += 1
+        target = f"{path}.bad-{stamp}-{counter}"
+    os.rename(path, target)
+    for suffix in _SIDE_FILES:
+        if os.path.exists(path + suffix):
+            os.rename(path + suffix, target + suffix)
+    return target
+
+
+def store_path(data_dir: str) -> str:
+    return str(Path(data_dir) / FILE_NAME)

@@ -1,0 +1,224 @@
+"""The SQLite store: round trip into a fresh cache, batched writes, trimming to the ring, a final flush at
+stop, bad files moved aside (never deleted), the lock, and ``:memory:`` as "off"."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import sqlite3
+from pathlib import Path
+
+import gevent
+import pytest
+
+from app.cache.history import Action, Change
+from app.cache.store import Cache
+from app.resources import ResourceKind
+from app.store.database import APPLICATION_ID, FILE_NAME, Database
+from app.store.persister import Persister
+from tests.unit.objects import CFG_OTHER, SVC_WEB, Raw, cluster
+
+K = ResourceKind
+
+
+def _state(cache: Cache) -> dict[ResourceKind, dict[str, Raw]]:
+    return {kind: {entry.id: entry.raw for entry in cache.entries(kind)} for kind in ResourceKind}
+
+
+def _ring(cache: Cache) -> list[Change]:
+    return list(cache.history.newest_first())[::-1]
+
+
+def _started(path: Path, cache: Cache | None = None, interval: float = 0.05) -> tuple[Cache, Persister]:
+    cache = cache if cache is not None else Cache()
+    store = Persister(cache, str(path / FILE_NAME), flush_interval=interval, lock_timeout=0.3)
+    store.start()
+    return cache, store
+
+
+def _bump_web(cache: Cache, label: str) -> None:
+    raw = copy.deepcopy(cache.get(K.SERVICE, SVC_WEB).raw)  # type: ignore[union-attr]
+    raw["Version"]["Index"] += 1
+    raw["Spec"]["Labels"]["bump"] = label
+    cache.apply_inspect(K.SERVICE, SVC_WEB, raw, cache.write_token())
+
+
+def test_round_trip_restores_objects_history_sequence_and_epoch(tmp_path: Path) -> None:
+    cache, store = _started(tmp_path)
+    cache.replace_all(cluster())
+    _bump_web(cache, "one")
+    cache.remove(K.CONFIG, CFG_OTHER)
+    epoch = store.epoch
+    store.stop()
+
+    restored, again = _started(tmp_path)
+    assert again.epoch == epoch is not None
+    assert _state(restored) == _state(cache)
+    assert _ring(restored) == _ring(cache)
+    assert restored.history.last_seq == cache.history.last_seq
+    assert again.stats.restored_objects == sum(cache.count(k) for k in ResourceKind if k is not K.STACK)
+    assert not restored.freshness.synced
+    assert again.stats.restored_records == len(cache.history)
+    # The next change continues the sequence.
+    _bump_web(restored, "two")
+    assert (_ring(restored)[-2].id, _ring(restored)[-2].seq) == (SVC_WEB, cache.history.last_seq + 1)
+    again.stop()
+
+
+def test_restored_records_share_decoded_objects_like_the_live_ring(tmp_path: Path) -> None:
+    cache, store = _started(tmp_path)
+    cache.replace_all(cluster())
+    _bump_web(cache, "one")
+    store.stop()
+    restored, again = _started(tmp_path)
+    last = next(c for c in restored.history.newest_first() if c.kind is K.SERVICE)
+    assert last.id == SVC_WEB and last.action is Action.UPDATE
+    assert last.after is restored.get(K.SERVICE, SVC_WEB).raw  # type: ignore[union-attr]
+    again.stop()
+
+
+def test_changes_are_written_in_batches_not_one_transaction_each(tmp_path: Path) -> None:
+    cache, store = _started(tmp_path, interval=0.3)
+    cache.replace_all(cluster())
+    for number in range(50):
+        _bump_web(cache, str(number))
+    assert store.stats.flushes == 0            # nothing written inside the cache's writes
+    gevent.sleep(0.6)
+    assert store.stats.flushes == 1
+    assert store.stats.changes_written == len(cache.history)
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:
+        assert db.execute("SELECT count(*), max(seq) FROM history").fetchone() == (len(cache.history),
+                                                                                    cache.history.last_seq)
+        labels = db.execute("SELECT raw FROM objects WHERE id = ?", (SVC_WEB,)).fetchone()[0]
+    assert '"bump":"49"' in labels                # the snapshot row is current, updated in place
+    store.stop()
+
+
+def test_history_in_the_file_is_trimmed_to_the_ring(tmp_path: Path) -> None:
+    cache, store = _started(tmp_path, Cache(history_capacity=100))
+    cache.replace_all(cluster())
+    for number in range(250):
+        _bump_web(cache, str(number))
+    store.stop()
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:
+        count, low, high = db.execute("SELECT count(*), min(seq), max(seq) FROM history").fetchone()
+    assert (count, low, high) == (100, cache.history.oldest_seq, cache.history.last_seq)
+
+
+def test_stop_writes_what_is_pending(tmp_path: Path) -> None:
+    cache, store = _started(tmp_path, interval=60.0)
+    cache.replace_all(cluster())
+    _bump_web(cache, "late")
+    store.stop()
+    assert store.stats.flushes == 1
+    restored, again = _started(tmp_path)
+    assert restored.get(K.SERVICE, SVC_WEB).raw["Spec"]["Labels"]["bump"] == "late"  # type: ignore[union-attr]
+    again.stop()
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:
+        assert db.execute("SELECT value FROM meta WHERE key = 'clean'").fetchone() == ("1",)
+
+
+@pytest.mark.parametrize("content", [
+    pytest.param(b"this is not a database at all\n" * 10, id="not-sqlite"),
+    pytest.param(b"SQLite format 3\x00" + b"\xff" * 4000, id="damaged-header"),
+])
+def test_a_file_that_is_not_a_store_is_moved_aside_and_a_fresh_store_starts(
+        tmp_path: Path, content: bytes, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / FILE_NAME
+    path.write_bytes(content)
+    with caplog.at_level(logging.ERROR, logger="app.store.persister"):
+        cache, store = _started(tmp_path)
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith(FILE_NAME + ".bad-")]
+    assert len(aside) == 1 and aside[0].read_bytes() == content   # kept as it was, not deleted
+    record = next(r for r in caplog.records if "moved aside" in r.getMessage())
+    assert record.moved_to == str(aside[0]) and record.path == str(path)  # type: ignore[attr-defined]
+    assert store.active and store.stats.moved_aside == 1
+    cache.replace_all(cluster())
+    store.stop()
+    restored, again = _started(tmp_path)
+    assert restored.history.last_seq == cache.history.last_seq
+    again.stop()
+
+
+def _foreign(path: Path, application_id: int = 0, version: int = 0) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE notes (body TEXT)")
+        db.execute("INSERT INTO notes VALUES ('someone else''s data')")
+        db.execute(f"PRAGMA application_id = {application_id}")
+        db.execute(f"PRAGMA user_version = {version}")
+    db.close()
+
+
+@pytest.mark.parametrize(("application_id", "version", "reason"), [
+    (0, 0, "another application"),
+    (0x12345678, 1, "another application"),
+    (APPLICATION_ID, 99, "schema version 99"),
+])
+def test_a_foreign_or_newer_database_is_moved_aside(tmp_path: Path, application_id: int, version: int, reason: str,
+                                                    caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / FILE_NAME
+    _foreign(path, application_id, version)
+    with caplog.at_level(logging.ERROR, logger="app.store.persister"):
+        _, store = _started(tmp_path)
+    aside = [p for p in tmp_path.iterdir() if p.name.startswith(FILE_NAME + ".bad-") and "-wal" not in p.name
+             and "-shm" not in p.name]
+    assert len(aside) == 1
+    with sqlite3.connect(aside[0]) as db:
+        assert db.execute("SELECT body FROM notes").fetchone() == ("someone else's data",)
+    db.close()
+    assert any(reason in r.reason for r in caplog.records if hasattr(r, "reason"))  # type: ignore[attr-defined]
+    store.stop()
+
+
+def test_a_store_that_fails_its_integrity_check_is_moved_aside(tmp_path: Path) -> None:
+    cache, store = _started(tmp_path)
+    cache.replace_all(cluster())
+    for number in range(300):
+        _bump_web(cache, str(number) * 40)
+    store.stop()
+    path = tmp_path / FILE_NAME
+    data = bytearray(path.read_bytes())
+    page = 4096
+    assert len(data) > 8 * page
+    for offset in range(2 * page, len(data) - page, 3 * page):   # scribble over interior pages
+        data[offset + 100: offset + 400] = os.urandom(300)
+    path.write_bytes(bytes(data))
+    restored, again = _started(tmp_path)
+    assert again.stats.moved_aside == 1 and again.active
+    assert restored.history.last_seq == 0        # a fresh store: nothing restored from a damaged file
+    again.stop()
+
+
+def test_unreadable_content_is_moved_aside(tmp_path: Path) -> None:
+    cache, store = _started(tmp_path)
+    cache.replace_all(cluster())
+    store.stop()
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:
+        db.execute("UPDATE objects SET raw = '{not json' WHERE id = ?", (SVC_WEB,))
+    db.close()
+    restored, again = _started(tmp_path)
+    assert again.stats.moved_aside == 1 and restored.count(K.SERVICE) == 0
+    again.stop()
+
+
+def test_a_second_process_on_the_same_file_runs_without_persistence(tmp_path: Path,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    _, first = _started(tmp_path)
+    with caplog.at_level(logging.ERROR, logger="app.store.persister"):
+        _, second = _started(tmp_path)
+    assert first.active and not second.active
+    assert any("without persistence" in r.getMessage() for r in caplog.records)
+    second.stop()
+    first.stop()
+
+
+def test_memory_database_works_for_the_file_layer() -> None:
+    database = Database.open(":memory:")
+    cache = Cache()
+    cache.replace_all(cluster())
+    database.write(_ring(cache), cache.history.oldest_seq)
+    loaded = database.load()
+    assert loaded.last_seq == cache.history.last_seq and loaded.records == _ring(cache)
+    assert loaded.object_count == sum(cache.count(k) for k in ResourceKind if k is not K.STACK)
+    database.close()
