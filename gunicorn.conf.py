@@ -41,6 +41,16 @@ class ProblemGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn is un
 
         util.write_error = gunicorn_error_writer(base_path=_settings.base_path, tls=_settings.tls_enabled)
 
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        """SIGTERM: stop as gunicorn does, and end the event streams (out of the signal handler), which
+        would otherwise hold the graceful stop for its whole timeout."""
+        super().handle_exit(sig, frame)
+        import gevent
+
+        from app.streams.response import shutdown_streams
+
+        gevent.spawn(shutdown_streams, self.wsgi)
+
 
 bind = str(_settings.listen_addr)       # gunicorn's own -b/--bind and GUNICORN_CMD_ARGS win
 worker_class = ProblemGeventWorker

@@ -69,10 +69,14 @@ class Client:
         self._frames.clear()
         return chunk
 
+    def socket(self) -> Any:
+        """The connection's socket as the server put it in the environ (None outside gunicorn/``shoal``)."""
+        return next((self.environ[key] for key in _SOCKET_KEYS if self.environ and key in self.environ), None)
+
     def gone(self) -> bool:
         """Whether the peer closed the connection (EOF/reset), checked without blocking or writing: a dead
         idle client is found within one liveness interval instead of at the next keepalive write."""
-        sock = next((self.environ[key] for key in _SOCKET_KEYS if self.environ and key in self.environ), None)
+        sock = self.socket()
         if sock is None:
             return False
         try:

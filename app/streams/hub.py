@@ -67,6 +67,9 @@ class Hub:
     def open_streams(self) -> int:
         return len(self._clients)
 
+    def clients(self) -> list[Client]:
+        return list(self._clients)
+
     # ------------------------------------------------------------------ clients
     def open(self, scopes: frozenset[ScopeKey], environ: dict[str, object] | None = None) -> Client:
         """Register a client from the current sequence on; no yield between the cap check and the add."""

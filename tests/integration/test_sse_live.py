@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -28,11 +29,9 @@ DELIVERY = 1.0          # seconds from an engine change to its event (the issue'
 ENGINE_SLACK = 0.0      # the bound is measured from the engine call returning: nothing added
 
 
-@pytest.fixture(scope="module")
-def sse_server(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A server of its own: keepalive 1 s, so dead clients are found fast and the cap test stays short."""
+def start_server(docker_host: str, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """gunicorn on 127.0.0.1 with keepalive 1 s, so dead clients are found fast and the cap test stays short."""
     port = free_port()
-    log_path = tmp_path_factory.mktemp("gunicorn-sse") / "server.log"
     env = {**os.environ, "SERVICE_DOCKER_HOST": docker_host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
            "SERVICE_LOG_LEVEL": "warn", "SERVICE_WATCHER_TASK_POLL_INTERVAL": "0.5",
            "SERVICE_SSE_KEEPALIVE": "1s"}
@@ -45,6 +44,17 @@ def sse_server(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> It
     try:
         wait_for(lambda: httpx.get(f"{base}/-/ready", timeout=2).status_code == 200, 30, interval=0.2,
                  message="gunicorn readiness")
+    except AssertionError:
+        proc.kill()
+        raise
+    return proc, base
+
+
+@pytest.fixture(scope="module")
+def sse_server(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    log_path = tmp_path_factory.mktemp("gunicorn-sse") / "server.log"
+    proc, base = start_server(docker_host, log_path)
+    try:
         yield base
     finally:
         proc.terminate()
@@ -368,3 +378,23 @@ def test_the_257th_stream_is_refused_and_the_cap_frees_when_clients_leave(sse_se
     for sock in sockets[10:]:
         sock.close()
     wait_for(lambda: _open_streams(sse_server) == 0, 5, message="every stream released")
+
+
+def test_sigterm_ends_open_streams_at_once(docker_host: str, tmp_path: Path) -> None:
+    """A graceful stop does not wait its timeout (10 s) for event streams: they end, the worker exits."""
+    proc, base = start_server(docker_host, tmp_path / "server.log")
+    opened: list[LiveStream] = []
+    try:
+        for path in ("/events", "/services", "/stacks/demo"):
+            open_stream(opened, base, path)
+        started = time.monotonic()
+        proc.terminate()
+        assert proc.wait(timeout=8) == 0
+        assert time.monotonic() - started < 5
+        wait_for(lambda: all(s._reader.dead for s in opened), 5, message="every stream ended")
+        assert "graceful timeout" not in (tmp_path / "server.log").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for stream in opened:
+            stream.close()
