@@ -15,6 +15,8 @@ from app.cache.store import Cache
 from app.config import Settings
 from app.engine.client import DockerEngine, EngineClient
 from app.engine.watcher import Watcher, WatcherSettings
+from app.store.database import store_path
+from app.store.persister import Persister
 
 log = logging.getLogger(__name__)
 EXTENSION_KEY = "shoal"
@@ -26,6 +28,7 @@ class Runtime:
         self.cache = Cache(settings.history_size, settings.history_max_bytes)
         self.watcher = Watcher(self._connect, self.cache, WatcherSettings(
             task_poll_interval=settings.task_poll_interval, resync_interval=settings.resync_interval))
+        self.store = Persister(self.cache, store_path(settings.data_dir)) if settings.persistence else None
         self.started_at = time.time()
         self._running = False
 
@@ -36,10 +39,19 @@ class Runtime:
     def running(self) -> bool:
         return self._running
 
+    @property
+    def history_epoch(self) -> int:
+        """When the current change sequence started (whole seconds): the store's, which survives restarts,
+        else this process's start. Feed entry ids carry it, so numbers of another sequence never collide."""
+        store_epoch = self.store.epoch if self.store is not None else None
+        return int(self.started_at) if store_epoch is None else store_epoch
+
     def start(self) -> None:
         if self._running:
             return
         log.info("runtime starting", extra={"docker_host": self.settings.docker_host})
+        if self.store is not None:
+            self.store.start()             # restores the cache before anything reads or writes it
         self.watcher.start()
         self._running = True
 
@@ -48,6 +60,8 @@ class Runtime:
             return
         self._running = False
         self.watcher.stop()
+        if self.store is not None:
+            self.store.stop()              # after the watcher: every change it made is written
         log.info("runtime stopped")
 
 

@@ -238,6 +238,16 @@ def _readable_file(text: str) -> str | None:
     return value
 
 
+def _data_dir(text: str) -> str:
+    """The state directory (created at start if missing), or ``:memory:`` for no persistence."""
+    value = text.strip()
+    if not value:
+        raise ValueError("must be a directory path, or :memory: to keep no state across restarts")
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL character")
+    return value
+
+
 # --------------------------------------------------------------------------- the key table
 class Key(NamedTuple):
     field: str
@@ -271,14 +281,16 @@ KEYS: tuple[Key, ...] = (
     Key("history_size", "server.history_size", "SERVICE_HISTORY_SIZE", _ranged_int(100, 1_000_000), _INT),
     Key("history_max_bytes", "server.history_max_bytes", "SERVICE_HISTORY_MAX_BYTES",
         _byte_size(1024**2, 64 * 1024**3), _INT),
+    Key("data_dir", "storage.data_dir", "SERVICE_DATA_DIR", _data_dir, _STR),
+    Key("storage_snapshot", "storage.snapshot", "SERVICE_SNAPSHOT", _bool, _BOOL),
 )
 
 # Keys of the reference (§6) that this version recognises but does not implement (fnmatch patterns).
 PENDING_TOML = ("server.pprof", "server.recommendations", "server.trusted_proxies", "server.cors.*",
-                 "storage.*", "auth.oidc.*", "auth.tailscale.*", "auth.cert.*", "auth.headers.*", "acl.*",
+                 "auth.oidc.*", "auth.tailscale.*", "auth.cert.*", "auth.headers.*", "acl.*",
                  "sizing.*", "mcp.*")
 PENDING_ENV = ("SERVICE_PPROF", "SERVICE_RECOMMENDATIONS", "SERVICE_TRUSTED_PROXIES", "SERVICE_CORS_ORIGINS",
-                "SERVICE_DATA_DIR", "SERVICE_SNAPSHOT", "SERVICE_AUTH_OIDC_*", "SERVICE_AUTH_TAILSCALE_*",
+                "SERVICE_AUTH_OIDC_*", "SERVICE_AUTH_TAILSCALE_*",
                 "SERVICE_AUTH_CERT_*", "SERVICE_AUTH_HEADERS_*", "SERVICE_ACL_*", "SERVICE_SIZING_*",
                 "SERVICE_MCP*")
 KNOWN_TOML = frozenset(key.toml for key in KEYS)

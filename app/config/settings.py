@@ -65,7 +65,14 @@ class Settings:
     resync_interval: float = 300.0
     history_size: int = 10_000
     history_max_bytes: int = 64 * 1024 * 1024
+    data_dir: str = "./data"           # the state store's directory (app.store); ":memory:" keeps no state
+    storage_snapshot: bool = True      # persist history, sequence and snapshot; load them at start
     report: LoadReport = field(default=LoadReport(), compare=False, repr=False)
+
+    @property
+    def persistence(self) -> bool:
+        """State survives restarts (``storage.snapshot`` on and ``storage.data_dir`` not ``:memory:``)."""
+        return self.storage_snapshot and self.data_dir != ":memory:"
 
     @property
     def tls_enabled(self) -> bool:

@@ -444,6 +444,25 @@ def test_load_settings_searches_the_default_list_by_default(tmp_path: Path, monk
     assert settings.report.config_file == str(tmp_path / ".shoal.toml")
 
 
+# --------------------------------------------------------------------------- the state store (storage.*)
+def test_the_state_store_defaults_to_a_data_directory_and_can_be_turned_off(tmp_path: Path) -> None:
+    settings = load_settings({})
+    assert (settings.data_dir, settings.storage_snapshot, settings.persistence) == ("./data", True, True)
+    assert load_settings({"SERVICE_DATA_DIR": ":memory:"}).persistence is False
+    assert load_settings({"SERVICE_SNAPSHOT": "false"}).persistence is False
+    path = write(tmp_path, '[storage]\ndata_dir = "/var/lib/shoal"\nsnapshot = false\n')
+    from_file = load_settings({}, path)
+    assert (from_file.data_dir, from_file.storage_snapshot) == ("/var/lib/shoal", False)
+    assert from_file.report.not_implemented == ()
+
+
+@pytest.mark.parametrize(("environ", "key"), [({"SERVICE_DATA_DIR": " "}, "storage.data_dir"),
+                                              ({"SERVICE_SNAPSHOT": "maybe"}, "storage.snapshot")])
+def test_bad_state_store_values_fail_naming_the_key(environ: dict[str, str], key: str) -> None:
+    with pytest.raises(ConfigError, match=key):
+        load_settings(environ)
+
+
 # --------------------------------------------------------------------------- unknown and pending keys
 def test_unknown_keys_are_reported_not_fatal(tmp_path: Path) -> None:
     path = write(tmp_path, "[server]\nlisten_adr = \":1\"\n[mystery]\nx = 1\n")
@@ -469,8 +488,6 @@ recommendations = false
 trusted_proxies = ["10.0.0.0/8"]
 [server.cors]
 origins = "*"
-[storage]
-data_dir = "/data"
 [auth.oidc]
 issuer = "https://id.example"
 [auth.tailscale]
@@ -488,14 +505,14 @@ enabled = true
 """)
     environ = {name: "x" for name in (
         "SERVICE_PPROF", "SERVICE_RECOMMENDATIONS", "SERVICE_TRUSTED_PROXIES", "SERVICE_CORS_ORIGINS",
-        "SERVICE_DATA_DIR", "SERVICE_SNAPSHOT", "SERVICE_AUTH_OIDC_ISSUER", "SERVICE_AUTH_OIDC_CLIENT_SECRET_FILE",
+        "SERVICE_AUTH_OIDC_ISSUER", "SERVICE_AUTH_OIDC_CLIENT_SECRET_FILE",
         "SERVICE_AUTH_TAILSCALE_AUTHKEY", "SERVICE_AUTH_CERT_CA", "SERVICE_AUTH_HEADERS_SUBJECT",
         "SERVICE_ACL_POLICY", "SERVICE_SIZING_LOOKBACK", "SERVICE_MCP_ENABLED", "SERVICE_PPROF_FILE")}
     report = load_settings(environ, path).report
     assert report.unknown == ()
     assert set(report.not_implemented) == set(environ) | {
         "server.pprof", "server.recommendations", "server.trusted_proxies", "server.cors.origins",
-        "storage.data_dir", "auth.oidc.issuer", "auth.tailscale.mode", "auth.cert.ca", "auth.headers.subject",
+        "auth.oidc.issuer", "auth.tailscale.mode", "auth.cert.ca", "auth.headers.subject",
         "acl.labels", "sizing.thresholds.at_limit", "mcp.enabled"}
 
 
