@@ -128,7 +128,8 @@ def free_port() -> int:
 def start_server(repo: Path, host: str, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {**os.environ, "SERVICE_DOCKER_HOST": host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
-           "SERVICE_LOG_LEVEL": "info", "PYTHONPATH": str(repo)}
+           "SERVICE_LOG_LEVEL": "info", "PYTHONPATH": str(repo),
+           "SERVICE_DATA_DIR": ":memory:"}
     env.pop("SERVICE_CONFIG", None)
     with log_path.open("w") as log:
         proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "gunicorn"), "-c", "gunicorn.conf.py", "wsgi:app"],

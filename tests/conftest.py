@@ -212,6 +212,7 @@ def _openapi_conformance() -> Iterator[None]:
 
 
 def start_runtime_app(host: str, **overrides: object):  # type: ignore[no-untyped-def]
+    overrides = {"data_dir": ":memory:", **overrides}   # no state store unless a test asks for one
     settings = Settings(docker_host=host, task_poll_interval=0.5, **overrides)  # type: ignore[arg-type]
     app = create_app(settings, configure_logging=False)
     app.test_client_class = CheckedFlaskClient
@@ -244,7 +245,8 @@ def server(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     port = free_port()
     log_path = tmp_path_factory.mktemp("gunicorn") / "server.log"
     env = {**os.environ, "SERVICE_DOCKER_HOST": docker_host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
-           "SERVICE_LOG_LEVEL": "info", "SERVICE_WATCHER_TASK_POLL_INTERVAL": "0.5"}
+           "SERVICE_LOG_LEVEL": "info", "SERVICE_WATCHER_TASK_POLL_INTERVAL": "0.5",
+           "SERVICE_DATA_DIR": str(tmp_path_factory.mktemp("state"))}   # a fresh state store per session
     env.pop("SERVICE_CONFIG", None)
     with log_path.open("w") as log:
         proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "gunicorn"), "-c", "gunicorn.conf.py", "wsgi:app"],

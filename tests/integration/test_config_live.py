@@ -39,7 +39,8 @@ def environment(workdir: Path, **values: str) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items()
            if not name.startswith(("SERVICE_", "GUNICORN_")) and name != "DOCKER_HOST"}
     return {**env, "HOME": str(workdir), "XDG_CONFIG_HOME": str(workdir / "xdg"),
-            "SERVICE_DOCKER_HOST": f"unix://{workdir}/no-engine.sock", "SERVICE_LOG_FORMAT": "text", **values}
+            "SERVICE_DOCKER_HOST": f"unix://{workdir}/no-engine.sock", "SERVICE_LOG_FORMAT": "text",
+            "SERVICE_DATA_DIR": str(workdir / "state"), **values}
 
 
 @contextmanager

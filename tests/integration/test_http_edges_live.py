@@ -97,7 +97,8 @@ def test_requests_within_the_limits_are_served(server: str) -> None:
 def shoal_server(docker_host: str, workdir: Path) -> Iterator[str]:
     port, log = free_port(), workdir / "shoal.log"
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("SERVICE_")},
-           "SERVICE_DOCKER_HOST": docker_host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}", "HOME": str(workdir)}
+           "SERVICE_DOCKER_HOST": docker_host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}", "HOME": str(workdir),
+           "SERVICE_DATA_DIR": str(workdir / "state")}
     with log.open("wb") as output:
         proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "shoal")], cwd=REPO, env=env, stdout=output,
                                 stderr=subprocess.STDOUT)

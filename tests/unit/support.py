@@ -73,6 +73,7 @@ def build_harness(engine: FakeEngine, **settings: Any) -> Harness:
     from app.config import Settings
     from app.runtime import runtime_of
 
+    settings = {"data_dir": ":memory:", **settings}   # no state store unless a test asks for one
     app = create_app(Settings(**settings), configure_logging=False)
     runtime = runtime_of(app)
     attach_engine(runtime, engine)

@@ -167,7 +167,7 @@ def test_a_foreign_or_newer_database_is_moved_aside(tmp_path: Path, application_
     with sqlite3.connect(aside[0]) as db:
         assert db.execute("SELECT body FROM notes").fetchone() == ("someone else's data",)
     db.close()
-    assert any(reason in r.reason for r in caplog.records if hasattr(r, "reason"))  # type: ignore[attr-defined]
+    assert any(reason in r.reason for r in caplog.records if hasattr(r, "reason"))
     store.stop()
 
 
