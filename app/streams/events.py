@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from marshmallow import Schema
+
 from app.cache.entries import Entry, build_entry, stack_of
 from app.cache.history import Action, Change
 from app.cache.store import Cache
 from app.query import representations
 from app.resources import STACK_LABEL, ResourceKind
-from app.schemas.registry import detail_schema_for
+from app.schemas.registry import detail_schema_for, schema_for
 
 ScopeKey = tuple[str, ...]
 ALL: ScopeKey = ("all",)
@@ -111,15 +113,20 @@ def built(cache: Cache, change: Change) -> Built:
     return Built(change, entry, scope_keys(cache, change, entry))
 
 
+def resource_schema(kind: ResourceKind) -> Schema:
+    """The schema a kind's event resource is dumped with: its REST detail's, except stacks, whose event
+    resource is their collection item (member ids): the members' own events carry their full state, and a
+    stack event repeating every member in full on each member change would multiply the bytes sent."""
+    return schema_for(kind) if kind is ResourceKind.STACK else detail_schema_for(kind)
+
+
 def resource_of(cache: Cache, entry: Entry, base: str) -> dict[str, Any]:
-    """The object as its REST detail shows it under ``<kind>`` (same builders, same schema)."""
+    """The object as its REST detail shows it under ``<kind>`` (same builders, same schema; stacks: see
+    ``resource_schema``)."""
     kind = entry.kind
-    if kind is ResourceKind.STACK:
-        data = representations.detail(cache, entry, base)[kind.spec.detail_key]
-    else:
-        data = representations.item(cache, entry)
-    framed = {"@id": base + representations.path_of(kind, entry.id), "@type": kind.spec.jsonld_type, **data}
-    dumped: dict[str, Any] = detail_schema_for(kind).dump(framed)
+    framed = {"@id": base + representations.path_of(kind, entry.id), "@type": kind.spec.jsonld_type,
+              **representations.item(cache, entry)}
+    dumped: dict[str, Any] = resource_schema(kind).dump(framed)
     return dumped
 
 

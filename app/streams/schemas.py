@@ -11,7 +11,7 @@ from typing import Any
 
 from app.cache.history import Action
 from app.resources import ResourceKind
-from app.schemas.registry import detail_schema_for
+from app.streams.events import resource_schema
 from app.streams.wire import BATCH_EVENT, SYNC_DATA, SYNC_EVENT
 
 Schema = dict[str, Any]
@@ -19,8 +19,8 @@ ACTIONS = [action.value for action in Action]
 
 
 def resource_component(kind: ResourceKind) -> str:
-    """The OpenAPI component name of the schema that dumps a kind's resource (apispec names by class)."""
-    return type(detail_schema_for(kind)).__name__
+    """The OpenAPI component name of the schema that dumps a kind's event resource (apispec names by class)."""
+    return type(resource_schema(kind)).__name__
 
 
 def event_component(kind: ResourceKind) -> str:
@@ -30,8 +30,9 @@ def event_component(kind: ResourceKind) -> str:
 def event_schema(kind: ResourceKind) -> Schema:
     return {
         "type": "object",
-        "description": f"One change of a {kind.value}. resource: the object as in its REST detail (the "
-                       "recorded state; the last known state for remove; the current one for ref_changed).",
+        "description": f"One change of a {kind.value}. resource: the object as in its REST detail (stacks: "
+                       "as in the collection, member ids); the recorded state, the last known state for "
+                       "remove, the current one for ref_changed.",
         "required": ["@id", "@type", "type", "action", "id"],
         "additionalProperties": False,
         "properties": {

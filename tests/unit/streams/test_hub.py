@@ -137,7 +137,11 @@ def test_a_stack_stream_carries_its_members_and_their_tasks_only(hub: Hub, synce
     synced_cache.upsert(ResourceKind.CONFIG, config(CFG_OTHER, "app_settings", version=94))   # not a member
     synced_cache.upsert(ResourceKind.SERVICE, service(SVC_MONITOR, "monitor", replicas=None, version=95))
     hub.flush()
-    seen = {(d["type"], d["id"]) for d in items(drain(shop))}
+    events = items(drain(shop))
+    seen = {(d["type"], d["id"]) for d in events}
+    stack = [d for d in events if d["type"] == "stack"][-1]
+    # A stack event's resource is the stack as listed (member ids): its members' events carry their state.
+    assert stack["resource"]["@id"] == "/stacks/shop" and SVC_WEB in stack["resource"]["services"]
     assert (ResourceKind.TASK.value, TASK_WEB_1) in seen and ("secret", SEC_SHOP) in seen
     assert ("service", SVC_WEB) in seen          # ref_changed of the task's service
     assert ("config", CFG_OTHER) not in seen and ("service", SVC_MONITOR) not in seen
