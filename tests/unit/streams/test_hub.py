@@ -29,6 +29,7 @@ from tests.unit.objects import (
     SVC_WEB,
     TASK_WEB_1,
     config,
+    engine_id,
     secret,
     service,
     task,
@@ -279,3 +280,34 @@ def test_every_emitted_event_validates_against_the_published_schemas(hub: Hub, s
     errors = list(Draft202012Validator(schema).iter_errors(data))
     assert name == "batch" and not errors, errors[:3]
     assert {d["action"] for d in data} >= {"update", "ref_changed", "remove"}
+
+
+
+def burst(cache: Cache, count: int) -> None:
+    for index in range(count):
+        cache.upsert(ResourceKind.CONFIG, config(engine_id(f"burst{index}"), f"burst{index}", version=index + 1))
+
+
+def flush_alongside(hub: Hub) -> list[bool]:
+    """Run a flush in a greenlet; another greenlet notes whether the flush was still running when it ran."""
+    ran: list[bool] = []
+    flusher = gevent.spawn(hub.flush)
+    gevent.spawn(lambda: ran.append(flusher.dead))
+    flusher.join(10)
+    return ran
+
+
+def test_a_burst_flush_lets_other_greenlets_run_while_building_events(synced_cache: Cache) -> None:
+    hub = Hub(synced_cache, batch_interval=60.0)
+    client = hub.open(frozenset({ALL}))
+    burst(synced_cache, 1500)
+    assert flush_alongside(hub) == [False]
+    assert len(items(drain(client))) == 1500
+
+
+def test_a_burst_flush_lets_other_greenlets_run_while_routing(synced_cache: Cache) -> None:
+    hub = Hub(synced_cache, batch_interval=60.0)
+    hub.open(frozenset({stack_key("no-such-stack")}))     # wants none of it: nothing is built, all is routed
+    burst(synced_cache, 2500)
+    assert flush_alongside(hub) == [False]
+    assert hub.stats.events_built == 0
