@@ -5,9 +5,10 @@ Feeds (Atom and JSON Feed, ``app.http.feeds``) exist on ``/history`` (and ``/eve
 members and their tasks). Each page selects at most ``limit`` records (``app.history.selection``) and only
 those are turned into entries, so a request costs its page, not the ring.
 
-Entry ids are ``urn:service:history:<epoch>-<seq>``: the sequence restarts with the process (nothing is
-persisted yet), and a reader must not mistake a new record for one it saw before a restart, so the epoch
-(the start of this sequence, whole seconds) is part of the id. Feed ids are ``urn:service:feed:<path>``
+Entry ids are ``urn:service:history:<epoch>-<seq>``: the epoch is when the sequence started (whole seconds,
+``Runtime.history_epoch``). The state store (``app.store``) keeps the sequence and its epoch across
+restarts, so ids stay stable; when the sequence starts over (persistence off, a fresh or moved-aside
+store file) the epoch changes, and a reader never mistakes a new record for one it saw before. Feed ids are ``urn:service:feed:<path>``
 plus the feed's selecting parameters, the same for every page and across restarts.
 """
 
@@ -83,7 +84,7 @@ def history_feed(*, title: str, wanted: HistoryFilter, alternate: str | None = N
     if missing is not None and not chosen.changes and chosen.next_before is None and cursor.before is None:
         raise NotFound(missing)
     feed_path = base + request.path + _EXTENSIONS[current_representation().media]
-    epoch = int(runtime.started_at)
+    epoch = runtime.history_epoch
     page = FeedPage(
         feed_id="urn:service:feed:" + request.path + feed_query(request.args),
         title=title, description=description,
