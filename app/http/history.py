@@ -8,8 +8,9 @@ those are turned into entries, so a request costs its page, not the ring.
 Entry ids are ``urn:service:history:<epoch>-<seq>``: the epoch is when the sequence started (whole seconds,
 ``Runtime.history_epoch``). The state store (``app.store``) keeps the sequence and its epoch across
 restarts, so ids stay stable; when the sequence starts over (persistence off, a fresh or moved-aside
-store file) the epoch changes, and a reader never mistakes a new record for one it saw before. Feed ids are ``urn:service:feed:<path>``
-plus the feed's selecting parameters, the same for every page and across restarts.
+store file) the epoch changes, and a reader never mistakes a new record for one it saw before. Feed ids
+are ``urn:service:feed:<path>`` plus the feed's selecting parameters, the same for every page and across
+restarts.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ the service was down (no ``sync``, no duplicate, no gap), and /history shows the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -218,7 +219,5 @@ def test_a_client_reconnecting_after_a_restart_gets_exactly_what_it_missed(serve
         again.close()
     finally:
         for thing in made:
-            try:
+            with contextlib.suppress(docker.errors.NotFound):
                 thing.remove()
-            except docker.errors.NotFound:
-                pass
