@@ -15,6 +15,8 @@ from app.cache.store import Cache
 from app.config import Settings
 from app.engine.client import DockerEngine, EngineClient
 from app.engine.watcher import Watcher, WatcherSettings
+from app.query.search import SearchIndex
+from app.recommendations.engine import EngineSettings, RecommendationEngine
 from app.store.database import store_path
 from app.store.persister import Persister
 
@@ -28,6 +30,9 @@ class Runtime:
         self.cache = Cache(settings.history_size, settings.history_max_bytes)
         self.watcher = Watcher(self._connect, self.cache, WatcherSettings(
             task_poll_interval=settings.task_poll_interval, resync_interval=settings.resync_interval))
+        self.search = SearchIndex(self.cache)
+        self.recommendations = RecommendationEngine(self.cache, EngineSettings(
+            debounce=settings.recommendations_debounce))
         self.store = Persister(self.cache, store_path(settings.data_dir)) if settings.persistence else None
         self.started_at = time.time()
         self._running = False
@@ -52,6 +57,8 @@ class Runtime:
         log.info("runtime starting", extra={"docker_host": self.settings.docker_host})
         if self.store is not None:
             self.store.start()             # restores the cache before anything reads or writes it
+        if self.settings.recommendations:
+            self.recommendations.start()   # before the watcher: the first sync is its first batch
         self.watcher.start()
         self._running = True
 
@@ -62,6 +69,7 @@ class Runtime:
         self.watcher.stop()
         if self.store is not None:
             self.store.stop()              # after the watcher: every change it made is written
+        self.recommendations.stop()
         log.info("runtime stopped")
 
 

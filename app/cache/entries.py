@@ -21,6 +21,7 @@ Activation = dict[str, str | int]
 SortKey = tuple[Any, ...]
 
 _SEGMENT_SPLIT = re.compile(r"[-_.]+")
+_CONTROL = re.compile(r"[\x00-\x1f]")
 
 
 @dataclass(slots=True)
@@ -37,6 +38,7 @@ class Entry:
     version: int | None        # engine Version.Index, when the kind has one
     size: int = 0              # estimated bytes of memory ``raw`` holds (history byte bound)
     written: int = 0           # the cache's logical time of the write that stored it (0: not stored yet)
+    search_text: str = ""      # lower-cased fields /search matches (``search_text``), delimited for its scans
 
 
 def _dig(raw: Mapping[str, Any], *path: str) -> Any:
@@ -183,7 +185,56 @@ def build_entry(kind: ResourceKind, raw: Raw) -> Entry:
     version = _dig(raw, "Version", "Index")
     return Entry(kind, entry_id, name, raw, activation, sort_keys, lowered,
                  tuple(s for s in _SEGMENT_SPLIT.split(lowered) if s), updated,
-                 version if isinstance(version, int) else None, estimate_size(raw))
+                 version if isinstance(version, int) else None, estimate_size(raw),
+                 search_text=search_text(kind, raw, entry_id, name))
+
+
+# /search (``app.query.search``) scans one string per kind made of these texts, so the fields are
+# delimited once here: NAME_MARK opens an object's text and precedes its name, FIELD_MARK ends every
+# field. "\x1eq\x1f" is then an exact name, "\x1fq\x1f" an exact other field, "\x1eq"/"\x1fq" prefixes.
+NAME_MARK, FIELD_MARK = "\x1e", "\x1f"
+_FIELD_CHARS = 256      # a longer field (a label holding a document) is cut: search is for names and tags
+
+
+def image_reference(image: str) -> str:
+    """The image without its ``@sha256:`` digest: what people type and what /search shows."""
+    return image.split("@", 1)[0]
+
+
+def _label_fields(labels: Any) -> list[str]:
+    if not isinstance(labels, Mapping):
+        return []
+    fields: list[str] = []
+    for key, value in labels.items():
+        fields.append(f"{key}={value}" if value else str(key))
+        if value:
+            fields.append(str(value))
+    return fields
+
+
+def search_text(kind: ResourceKind, raw: Raw, entry_id: str, name: str) -> str:
+    """What /search matches per kind (reference §3.2, plus ids): services on name, id, image and labels;
+    tasks on id, image and container labels (their service's name is matched through the service); nodes
+    on hostname, id, address and labels; stacks on name; the other kinds on name, id and labels. Labels
+    count as ``key=value`` and as ``value``."""
+    fields = [] if kind.spec.id_is_name else [entry_id]
+    if kind is ResourceKind.SERVICE:
+        fields.append(image_reference(_text(_dig(raw, "Spec", "TaskTemplate", "ContainerSpec", "Image"))))
+        fields += _label_fields(_dig(raw, "Spec", "Labels"))
+    elif kind is ResourceKind.TASK:
+        name = ""
+        fields.append(image_reference(_text(_dig(raw, "Spec", "ContainerSpec", "Image"))))
+        fields += _label_fields(_dig(raw, "Spec", "ContainerSpec", "Labels"))
+    elif kind is ResourceKind.NODE:
+        fields.append(_text(_dig(raw, "Status", "Addr")))
+        fields += _label_fields(_dig(raw, "Spec", "Labels"))
+    elif kind is not ResourceKind.STACK:
+        fields += _label_fields(_dig(raw, "Spec", "Labels") if kind in (ResourceKind.CONFIG, ResourceKind.SECRET)
+                                else raw.get("Labels"))
+    parts = [name[:_FIELD_CHARS], *(field[:_FIELD_CHARS] for field in fields if field)]
+    if _CONTROL.search("".join(parts)):  # a control character would fake a delimiter (never in practice)
+        parts = [_CONTROL.sub(" ", part) for part in parts]
+    return NAME_MARK + FIELD_MARK.join(parts).lower() + FIELD_MARK
 
 
 def raw_identity(kind: ResourceKind, raw: Raw) -> tuple[str, int | None]:

@@ -263,6 +263,9 @@ KEYS: tuple[Key, ...] = (
     Key("base_path", "server.base_path", "SERVICE_BASE_PATH", _base_path, _STR),
     Key("operations_level", "server.operations_level", "SERVICE_OPERATIONS_LEVEL", _ranged_int(0, 3), _INT),
     Key("self_metrics", "server.self_metrics", "SERVICE_SELF_METRICS", _bool, _BOOL),
+    Key("recommendations", "server.recommendations", "SERVICE_RECOMMENDATIONS", _bool, _BOOL),
+    Key("recommendations_debounce", "server.recommendations_debounce", "SERVICE_RECOMMENDATIONS_DEBOUNCE",
+        _positive_duration, _DURATION),
     Key("sse_batch_interval", "server.sse.batch_interval", "SERVICE_SSE_BATCH_INTERVAL", _positive_duration,
         _DURATION),
     Key("sse_keepalive", "server.sse.keepalive", "SERVICE_SSE_KEEPALIVE", _positive_duration, _DURATION),
@@ -286,10 +289,10 @@ KEYS: tuple[Key, ...] = (
 )
 
 # Keys of the reference (§6) that this version recognises but does not implement (fnmatch patterns).
-PENDING_TOML = ("server.pprof", "server.recommendations", "server.trusted_proxies", "server.cors.*",
+PENDING_TOML = ("server.pprof", "server.trusted_proxies", "server.cors.*",
                  "auth.oidc.*", "auth.tailscale.*", "auth.cert.*", "auth.headers.*", "acl.*",
                  "sizing.*", "mcp.*")
-PENDING_ENV = ("SERVICE_PPROF", "SERVICE_RECOMMENDATIONS", "SERVICE_TRUSTED_PROXIES", "SERVICE_CORS_ORIGINS",
+PENDING_ENV = ("SERVICE_PPROF", "SERVICE_TRUSTED_PROXIES", "SERVICE_CORS_ORIGINS",
                 "SERVICE_AUTH_OIDC_*", "SERVICE_AUTH_TAILSCALE_*",
                 "SERVICE_AUTH_CERT_*", "SERVICE_AUTH_HEADERS_*", "SERVICE_ACL_*", "SERVICE_SIZING_*",
                 "SERVICE_MCP*")

@@ -51,6 +51,8 @@ class Settings:
     base_path: str = ""
     operations_level: int = 1
     self_metrics: bool = True
+    recommendations: bool = True              # the recommendation engine and /recommendations
+    recommendations_debounce: float = 0.5     # seconds from a change to the re-evaluation of the checks
     sse_batch_interval: float = 0.1
     sse_keepalive: float = 15.0          # idle seconds before a ":keepalive" comment (an issue-9 key)
     docker_host: str = "unix:///var/run/docker.sock"

@@ -484,7 +484,6 @@ def test_keys_of_the_reference_not_built_yet_are_reported_as_not_implemented(tmp
     path = write(tmp_path, """
 [server]
 pprof = true
-recommendations = false
 trusted_proxies = ["10.0.0.0/8"]
 [server.cors]
 origins = "*"
@@ -504,14 +503,14 @@ at_limit = 0.9
 enabled = true
 """)
     environ = {name: "x" for name in (
-        "SERVICE_PPROF", "SERVICE_RECOMMENDATIONS", "SERVICE_TRUSTED_PROXIES", "SERVICE_CORS_ORIGINS",
+        "SERVICE_PPROF", "SERVICE_TRUSTED_PROXIES", "SERVICE_CORS_ORIGINS",
         "SERVICE_AUTH_OIDC_ISSUER", "SERVICE_AUTH_OIDC_CLIENT_SECRET_FILE",
         "SERVICE_AUTH_TAILSCALE_AUTHKEY", "SERVICE_AUTH_CERT_CA", "SERVICE_AUTH_HEADERS_SUBJECT",
         "SERVICE_ACL_POLICY", "SERVICE_SIZING_LOOKBACK", "SERVICE_MCP_ENABLED", "SERVICE_PPROF_FILE")}
     report = load_settings(environ, path).report
     assert report.unknown == ()
     assert set(report.not_implemented) == set(environ) | {
-        "server.pprof", "server.recommendations", "server.trusted_proxies", "server.cors.origins",
+        "server.pprof", "server.trusted_proxies", "server.cors.origins",
         "auth.oidc.issuer", "auth.tailscale.mode", "auth.cert.ca", "auth.headers.subject",
         "acl.labels", "sizing.thresholds.at_limit", "mcp.enabled"}
 
