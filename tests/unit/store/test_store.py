@@ -222,3 +222,91 @@ def test_memory_database_works_for_the_file_layer() -> None:
     assert loaded.last_seq == cache.history.last_seq and loaded.records == _ring(cache)
     assert loaded.object_count == sum(cache.count(k) for k in ResourceKind if k is not K.STACK)
     database.close()
+
+
+def test_a_failed_write_keeps_its_changes_for_the_next_flush(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    cache, store = _started(tmp_path)
+    real = Database.write
+    calls = {"n": 0}
+
+    def flaky(self: Database, changes: list[Change], keep_from: int | None) -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise sqlite3.OperationalError("disk I/O error")
+        real(self, changes, keep_from)
+
+    monkeypatch.setattr(Database, "write", flaky)
+    with caplog.at_level(logging.ERROR, logger="app.store.persister"):
+        cache.replace_all(cluster())
+        gevent.sleep(0.2)
+        _bump_web(cache, "after the failure")
+        gevent.sleep(0.2)
+    assert store.stats.write_errors == 1 and calls["n"] >= 2
+    assert any("write failed" in r.getMessage() for r in caplog.records)
+    store.stop()
+    restored, again = _started(tmp_path)
+    assert _state(restored) == _state(cache) and _ring(restored) == _ring(cache)
+    again.stop()
+
+
+def test_a_file_damaged_while_running_is_moved_aside_and_rewritten_from_the_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache, store = _started(tmp_path)
+    cache.replace_all(cluster())
+    gevent.sleep(0.2)
+    real = Database.write
+
+    def damaged(self: Database, changes: list[Change], keep_from: int | None) -> None:
+        monkeypatch.setattr(Database, "write", real)
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(Database, "write", damaged)
+    _bump_web(cache, "while damaged")
+    gevent.sleep(0.3)
+    assert store.stats.moved_aside == 1 and store.stats.rewrites == 1 and store.active
+    epoch = store.epoch
+    store.stop()
+    assert len([p for p in tmp_path.iterdir() if p.name.startswith(FILE_NAME + ".bad-")]) >= 1
+    restored, again = _started(tmp_path)
+    assert again.epoch == epoch                       # the sequence went on in memory: same epoch
+    assert _state(restored) == _state(cache) and _ring(restored) == _ring(cache)
+    again.stop()
+
+
+def test_an_unclean_stop_is_reported_at_the_next_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cache, store = _started(tmp_path)
+    cache.replace_all(cluster())
+    gevent.sleep(0.2)
+    assert store.stats.flushes == 1
+    store._db = None            # a crash: the file is never closed in order (the lock goes with the process)
+    store._release_lock()
+    store._stopping.set()
+    with caplog.at_level(logging.WARNING, logger="app.store.persister"):
+        restored, again = _started(tmp_path)
+    assert restored.history.last_seq == cache.history.last_seq
+    assert any("not closed in order" in r.getMessage() for r in caplog.records)
+    again.stop()
+
+
+def test_the_runtime_restores_before_its_watcher_syncs_and_flushes_at_stop(tmp_path: Path) -> None:
+    from tests.fakes import FakeEngine
+    from tests.unit.support import build_harness
+
+    engine = FakeEngine(cluster())
+    first = build_harness(engine, data_dir=str(tmp_path))
+    first.start()
+    last = first.cache.history.last_seq
+    epoch = first.runtime.history_epoch
+    first.stop()
+    del engine.objects[K.CONFIG][CFG_OTHER]              # removed while the service was down
+    second = build_harness(engine, data_dir=str(tmp_path))
+    second.start()
+    changes = list(second.cache.history.newest_first())[::-1]
+    news = [(c.kind, c.action, c.id) for c in changes if c.seq > last]
+    assert news[0] == (K.CONFIG, Action.REMOVE, CFG_OTHER)
+    assert all(c.action is not Action.CREATE for c in changes if c.seq > last)   # nothing re-created
+    assert second.runtime.history_epoch == epoch
+    second.stop()
+    memory = build_harness(engine)
+    assert memory.runtime.store is None and memory.runtime.history_epoch == int(memory.runtime.started_at)
