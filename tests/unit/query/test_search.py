@@ -177,3 +177,13 @@ def test_bad_search_requests_are_problems(shared_client: FlaskClient, query: str
 def test_search_before_the_first_sync_is_503(unsynced: Any) -> None:
     response = unsynced.app.test_client().get("/search?q=web")
     assert response.status_code == 503 and response.get_json()["code"] == "ENG001"
+
+
+def test_the_search_feed_is_the_history_of_matching_names(shared_client: FlaskClient) -> None:
+    import feedparser
+
+    response = shared_client.get("/search.atom?q=shop_db")
+    assert response.status_code == 200
+    parsed = feedparser.parse(response.get_data())
+    assert not parsed.bozo and parsed.entries
+    assert all("shop_db" in entry.title for entry in parsed.entries)
