@@ -27,7 +27,7 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from itertools import accumulate
+from itertools import accumulate, chain
 from typing import Any
 
 import re2
@@ -234,10 +234,12 @@ class SearchIndex:
         hits: list[Hit] = []
         taken: set[str] = set()
         for rank in Rank:
-            own = map(corpus.ids.__getitem__, matches.of_rank(rank)) if rank >= Rank.EXACT else ()
+            if len(hits) >= query.limit:
+                break
+            own = map(corpus.ids.__getitem__, matches.of_rank(rank)) if rank >= Rank.EXACT else iter(())
             inherited = (task_id for service_id, name_rank in service_names.items() if name_rank is rank
                          for task_id in sorted(of_service(service_id)))
-            for task_id in (*own, *inherited) if len(hits) < query.limit else ():
+            for task_id in chain(own, inherited):   # lazily: stops at the limit
                 entry = self._cache.get(ResourceKind.TASK, task_id)
                 if entry is not None and task_id not in taken:
                     taken.add(task_id)

@@ -3,8 +3,8 @@
 Flow: the cache calls ``_on_changes`` with each change batch (synchronously, inside the watcher's write),
 which only queues the batch. The first queued batch arms a timer (``debounce``, 500 ms); when it fires, one
 greenlet turns the queued changes into *subjects* (the objects whose checks must run again) and evaluates
-them in slices of ``slice_size``, yielding to the hub between two slices, so a full sync at 10,000 tasks
-never holds the worker for long. Changes that arrive during a run wait for the next one.
+them in slices of about ``slice_seconds`` (5 ms), yielding to the hub between two, so a full sync at 10,000
+tasks never holds the worker for long. Changes that arrive during a run wait for the next one.
 
 What a change makes dirty:
 - a service: itself; the configs, secrets, networks and volumes it used before or uses now (unused checks);
@@ -49,7 +49,7 @@ _UNUSED_KINDS = tuple(UNUSED_CHECKS)
 class EngineSettings:
     debounce: float = 0.5          # seconds from the first queued change to the evaluation
     sweep_interval: float = 60.0   # every service again (time-based checks)
-    slice_size: int = 200          # subjects evaluated between two yields to the hub
+    slice_seconds: float = 0.005   # evaluate for at most about this long, then yield to the hub
     lookback: float = 600.0        # restart-loop window
     failures: int = 3              # restart-loop threshold
     grace: float = 30.0            # replicas-not-running waits this long after a spec change
@@ -165,10 +165,8 @@ class RecommendationEngine:
         slice_started = started
         queued, self._queued = self._queued, []
         batch, self._dirty = self._dirty, {}
-        for index, changes in enumerate(queued):
-            self._subjects_of(changes, batch)
-            if index % 8 == 7:
-                slice_started = self._yield(slice_started)
+        for changes in queued:
+            slice_started = self._subjects_of(changes, batch, slice_started)
         context = self._context()
         done: set[Subject] = set()
         pending: list[FindingChange] = []
@@ -181,7 +179,7 @@ class RecommendationEngine:
             done.add(subject)
             pending += self._evaluate(subject, context, batch)
             count += 1
-            if count % self.settings.slice_size == 0:
+            if time.monotonic() - slice_started >= self.settings.slice_seconds:
                 self._emit(pending)
                 pending = []
                 slice_started = self._yield(slice_started)
@@ -214,8 +212,11 @@ class RecommendationEngine:
                        s.lookback, s.failures, s.grace)
 
     # ------------------------------------------------------------------ changes → subjects
-    def _subjects_of(self, changes: Iterable[Change], batch: dict[Subject, None]) -> None:
-        for change in changes:
+    def _subjects_of(self, changes: Iterable[Change], batch: dict[Subject, None], slice_started: float) -> float:
+        """Map a change batch to subjects (a first sync is one batch of every object: yield inside it)."""
+        for count, change in enumerate(changes):
+            if count % 512 == 511 and time.monotonic() - slice_started >= self.settings.slice_seconds:
+                slice_started = self._yield(slice_started)
             if change.action is Action.REF_CHANGED:
                 continue   # derived from primary changes, which are in the same batch
             kind = change.kind
@@ -232,6 +233,7 @@ class RecommendationEngine:
                         batch[("service", service_id)] = None
             elif kind is not ResourceKind.STACK:
                 batch[(kind.value, change.id)] = None
+        return slice_started
 
     # ------------------------------------------------------------------ one subject
     def _evaluate(self, subject: Subject, context: Context, batch: dict[Subject, None]) -> list[FindingChange]:

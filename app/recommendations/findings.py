@@ -7,7 +7,7 @@ finding from one it already saw. ``seq`` numbers appearances (the feeds' ``befor
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,8 +18,10 @@ SCOPES = ("service", "node", "cluster")
 CLUSTER_ID = "swarm"     # resource id of cluster-wide findings
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Finding:
+    """Made by a check; the store sets ``first_seen`` and ``seq`` once, then nothing changes it."""
+
     check: str
     severity: str
     resource_type: str
@@ -42,7 +44,8 @@ class Finding:
 
     def same_report(self, other: Finding) -> bool:
         """Whether two evaluations said the same thing (ignoring when it was first seen)."""
-        return replace(self, first_seen=0.0, seq=0) == replace(other, first_seen=0.0, seq=0)
+        return (self.severity, self.resource_name, self.message, self.fix, self.fix_action, self.resource) == (
+            other.severity, other.resource_name, other.message, other.fix, other.fix_action, other.resource)
 
     def link(self, base: str) -> str | None:
         if self.resource_type == "cluster":

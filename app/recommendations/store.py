@@ -3,7 +3,7 @@ evaluations of an object (appeared, updated, disappeared) for listeners such as 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum
 
 from app.recommendations.findings import Finding, sort_key
@@ -37,16 +37,16 @@ class FindingStore:
         changes: list[FindingChange] = []
         for finding in findings:
             previous = old.get(finding.id)
+            stored = finding      # a fresh object from a check: stamped here, never changed after
             if previous is None:
                 self._seq += 1
-                stored = replace(finding, first_seen=now, seq=self._seq)
+                stored.first_seen, stored.seq = now, self._seq
                 changes.append(FindingChange(FindingAction.APPEARED, stored))
+            elif not finding.same_report(previous):
+                stored.first_seen, stored.seq = previous.first_seen, previous.seq
+                changes.append(FindingChange(FindingAction.UPDATED, stored))
             else:
-                stored = replace(finding, first_seen=previous.first_seen, seq=previous.seq)
-                if not stored.same_report(previous):
-                    changes.append(FindingChange(FindingAction.UPDATED, stored))
-                else:
-                    stored = previous
+                stored = previous
             new[stored.id] = stored
         for finding_id, finding in old.items():
             if finding_id not in new:

@@ -176,7 +176,7 @@ def test_a_pinned_service_marks_its_down_node(engine: RecommendationEngine, cach
 
 
 def test_evaluation_is_debounced_and_yields_between_slices(cache: Cache, clock: Clock) -> None:
-    engine = RecommendationEngine(cache, EngineSettings(debounce=0.05, slice_size=2), clock=clock)
+    engine = RecommendationEngine(cache, EngineSettings(debounce=0.05, slice_seconds=0.0), clock=clock)
     engine.start()
     try:
         assert engine.computed_at is None
