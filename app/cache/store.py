@@ -240,19 +240,20 @@ class Cache:
         return self._commit(changes)
 
     # ------------------------------------------------------------------ restoring persisted state (app.store)
-    def restore(self, objects: Mapping[ResourceKind, Iterable[Raw]], records: Iterable[Change],
-                last_seq: int) -> None:
+    def restore(self, entries: Iterable[Entry], records: Iterable[Change], last_seq: int) -> None:
         """Load the state an earlier process persisted, before the watcher starts: the engine objects
-        (stacks are derived again), the history ring and its sequence.
+        (``build_entry`` results, which may be built off the hub; stacks are derived again here), the
+        history ring and its sequence.
 
         Nothing is emitted or recorded: the service was down, so what changed meanwhile is for the first
         full sync to find by diffing the engine against this state, numbered after ``last_seq``. Freshness
         stays "not synced" until that sync. Only an empty, never-written cache can be restored."""
         if self._clock or self.history.last_seq or any(self._entries.values()):
             raise ValueError("only an empty cache can be restored")
-        for kind in ENGINE_KINDS:
-            for raw in objects.get(kind, ()):
-                self._place(build_entry(kind, raw))
+        for entry in entries:
+            if entry.kind not in ENGINE_KINDS:
+                raise ValueError(f"{entry.kind.value} objects are derived by the cache, not restored")
+            self._place(entry)
         for name, members in list(self._stack_members.items()):
             if members.get(ResourceKind.SERVICE):
                 self._place(build_entry(ResourceKind.STACK, self._stack_raw(name, members)))

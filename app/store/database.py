@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.cache.entries import Raw, raw_identity
+from app.cache.entries import Entry, Raw, build_entry, raw_identity
 from app.cache.history import Action, Change
 from app.resources import ENGINE_KINDS, ResourceKind
 
@@ -58,10 +58,15 @@ class Loaded:
     clean: bool                                   # the previous process closed the file in order
     objects: dict[ResourceKind, list[Raw]] = field(default_factory=dict)
     records: list[Change] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)   # the objects built for the cache (``build``)
 
     @property
     def object_count(self) -> int:
         return sum(len(raws) for raws in self.objects.values())
+
+    def build(self) -> None:
+        """Derive the cache entries here (on the store thread), so the hub only places them."""
+        self.entries = [build_entry(kind, raw) for kind, raws in self.objects.items() for raw in raws]
 
 
 def _dumps(value: Any) -> str:

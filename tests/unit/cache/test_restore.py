@@ -7,6 +7,7 @@ import copy
 
 import pytest
 
+from app.cache.entries import Entry, build_entry
 from app.cache.history import Action, Change, History
 from app.cache.store import Cache
 from app.resources import ResourceKind
@@ -36,6 +37,10 @@ def _persisted(objects: dict[ResourceKind, list[Raw]]) -> tuple[Cache, list[Chan
     return cache, list(cache.history.newest_first())[::-1]
 
 
+def _entries(objects: dict[ResourceKind, list[Raw]]) -> list[Entry]:
+    return [build_entry(kind, copy.deepcopy(raw)) for kind, raws in objects.items() for raw in raws]
+
+
 def _state(cache: Cache) -> dict[ResourceKind, dict[str, Raw]]:
     return {kind: {entry.id: entry.raw for entry in cache.entries(kind)} for kind in ResourceKind}
 
@@ -47,7 +52,7 @@ def test_restore_rebuilds_entries_indexes_and_stacks_without_changes() -> None:
     restored = Cache()
     emitted: list[list[Change]] = []
     restored.subscribe(emitted.append)
-    restored.restore(copy.deepcopy(snapshot), ring, lived.history.last_seq)
+    restored.restore(_entries(snapshot), ring, lived.history.last_seq)
 
     assert emitted == []
     assert _state(restored) == _state(lived)          # stacks derived again from the services
@@ -70,7 +75,7 @@ def test_first_sync_after_restore_yields_what_changed_meanwhile_numbered_after_t
     last = lived.history.last_seq
     snapshot = {kind: [e.raw for e in lived.entries(kind)] for kind in ResourceKind if kind is not K.STACK}
     restored = Cache()
-    restored.restore(copy.deepcopy(snapshot), ring, last)
+    restored.restore(_entries(snapshot), ring, last)
 
     engine = copy.deepcopy(snapshot)                                     # what the engine says after the restart
     engine[K.CONFIG] = [c for c in engine[K.CONFIG] if c["ID"] != CFG_OTHER]   # removed meanwhile
@@ -98,7 +103,7 @@ def test_an_unchanged_engine_yields_no_changes_after_restore() -> None:
     lived, ring = _persisted(objects)
     snapshot = {kind: [e.raw for e in lived.entries(kind)] for kind in ResourceKind if kind is not K.STACK}
     restored = Cache()
-    restored.restore(copy.deepcopy(snapshot), ring, lived.history.last_seq)
+    restored.restore(_entries(snapshot), ring, lived.history.last_seq)
     assert restored.replace_all(copy.deepcopy(snapshot), restored.write_token()) == []
     assert restored.history.last_seq == lived.history.last_seq
 
@@ -107,18 +112,24 @@ def test_restore_needs_an_empty_cache() -> None:
     cache = Cache()
     cache.replace_all(cluster())
     with pytest.raises(ValueError, match="empty cache"):
-        cache.restore({}, [], 0)
+        cache.restore([], [], 0)
     used = Cache()
     used.write_token()
     with pytest.raises(ValueError, match="empty cache"):
-        used.restore({}, [], 0)
+        used.restore([], [], 0)
+
+
+def test_derived_kinds_are_not_restored() -> None:
+    stack = build_entry(K.STACK, {"name": "shop", "services": []})
+    with pytest.raises(ValueError, match="derived"):
+        Cache().restore([stack], [], 0)
 
 
 def test_ref_changed_times_come_back_for_objects_that_still_exist() -> None:
     history = History()
     config = history.record(K.CONFIG, Action.REF_CHANGED, CFG_SHOP, "shop_nginx", None, None)
     cache = Cache()
-    cache.restore(cluster(), [config], config.seq)
+    cache.restore(_entries(cluster()), [config], config.seq)
     assert cache.ref_changed_at(K.CONFIG, CFG_SHOP) == config.timestamp
 
 

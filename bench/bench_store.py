@@ -1,0 +1,168 @@
+"""The state store (issue 9 §6): write latency at a steady change rate, bulk write throughput, start-up
+restore time, and how long the gevent hub is held while the store flushes.
+
+Run (from the repository root; a few seconds with the defaults)::
+
+    .venv/bin/python -m gevent.monkey --module bench.bench_store [--tasks 10000] [--rate 100] [--seconds 5]
+
+Measured on the synthetic cluster (``bench/synthetic.py``) with a real file in a temporary directory:
+
+- first flush: the first full sync's ~12,000 create records written as one transaction (bulk throughput),
+  and the hub's longest stall meanwhile (a 1 ms ticker greenlet; the cache write itself is excluded);
+- steady writes: ``--rate`` task updates per second for ``--seconds``: per change, the time from the cache
+  recording it to its transaction committing (batch interval 0.5 s included), and the hub's longest stall;
+- restore: a new cache and store opened on the file (lock, checks, load on the store thread, then
+  ``Cache.restore`` and a heap settle on the hub), and the hub's longest stall during the load.
+
+Prints p50/p99/max and writes JSON to ``bench/results/bench_store.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import gevent
+
+from app import heap
+from app.cache.history import Change
+from app.cache.store import Cache
+from app.resources import ResourceKind
+from app.store.database import FILE_NAME, Database
+from app.store.persister import Persister
+from bench.synthetic import ClusterShape, build_snapshot
+from bench.timing import percentile
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+class Ticker:
+    """The longest gap between wake-ups of a greenlet that asks for 1 ms sleeps: how long the hub was held."""
+
+    def __init__(self) -> None:
+        self.max_gap = 0.0
+        self._greenlet = gevent.spawn(self._run)
+
+    def _run(self) -> None:
+        last = time.perf_counter()
+        while True:
+            gevent.sleep(0.001)
+            now = time.perf_counter()
+            self.max_gap = max(self.max_gap, now - last)
+            last = now
+
+    def stop(self) -> float:
+        self._greenlet.kill()
+        return self.max_gap * 1000
+
+
+def _commits() -> list[tuple[float, list[float]]]:
+    """Wrap ``Database.write`` to note each commit's end time and its changes' record times."""
+    noted: list[tuple[float, list[float]]] = []
+    real = Database.write
+
+    def write(self: Database, changes: list[Change], keep_from: int | None) -> None:
+        real(self, changes, keep_from)
+        noted.append((time.time(), [change.timestamp for change in changes]))
+
+    Database.write = write  # type: ignore[method-assign]
+    return noted
+
+
+def _stats(samples: list[float]) -> dict[str, float]:
+    return {"n": len(samples), "p50": round(percentile(samples, 50), 2), "p99": round(percentile(samples, 99), 2),
+            "max": round(max(samples), 2) if samples else 0.0}
+
+
+def run(tasks: int, rate: float, seconds: float) -> dict[str, Any]:
+    results: dict[str, Any] = {"tasks": tasks, "rate": rate, "seconds": seconds}
+    commits = _commits()
+    snapshot = build_snapshot(ClusterShape(tasks=tasks))
+    with tempfile.TemporaryDirectory(prefix="bench-store-") as directory:
+        path = os.path.join(directory, FILE_NAME)
+        cache = Cache()
+        store = Persister(cache, path)
+        store.start()
+
+        # First full sync: every object created at once, one bulk transaction.
+        changes = cache.replace_all(copy.deepcopy(snapshot))
+        heap.settle()            # as the watcher does after a full sync
+        ticker = Ticker()
+        deadline = time.monotonic() + 120
+        while store.stats.flushes < 1 and time.monotonic() < deadline:
+            gevent.sleep(0.01)
+        results["first_flush"] = {"changes": len(changes), "ms": round(store.stats.last_flush_ms, 1),
+                                  "changes_per_s": round(len(changes) / (store.stats.last_flush_ms / 1000)),
+                                  "hub_max_stall_ms": round(ticker.stop(), 2)}
+        commits.clear()
+
+        # Steady writes: task updates at ``rate`` per second.
+        task_raws = [copy.deepcopy(raw) for raw in snapshot[ResourceKind.TASK][:1000]]
+        ticker = Ticker()
+        started = time.monotonic()
+        count = int(rate * seconds)
+        for number in range(count):
+            raw = task_raws[number % len(task_raws)]
+            raw = {**raw, "Version": {"Index": raw["Version"]["Index"] + 1 + number}}
+            task_raws[number % len(task_raws)] = raw
+            cache.apply_inspect(ResourceKind.TASK, raw["ID"], raw, cache.write_token())
+            wait = started + (number + 1) / rate - time.monotonic()
+            if wait > 0:
+                gevent.sleep(wait)
+        deadline = time.monotonic() + 10
+        while sum(len(times) for _, times in commits) < count and time.monotonic() < deadline:
+            gevent.sleep(0.01)
+        steady_stall = ticker.stop()
+        latencies = [(done - at) * 1000 for done, times in commits for at in times]
+        flush_sizes = [len(times) for _, times in commits]
+        results["steady"] = {"changes": count, "latency_ms": _stats(latencies), "flushes": len(commits),
+                             "changes_per_flush_p50": percentile([float(s) for s in flush_sizes], 50),
+                             "flush_ms_max": round(store.stats.max_flush_ms, 2),
+                             "hub_max_stall_ms": round(steady_stall, 2)}
+        last_seq = cache.history.last_seq
+        store.stop()
+        results["file_bytes"] = os.path.getsize(path)
+
+        # Restore into a fresh cache.
+        restored = Cache()
+        again = Persister(restored, path)
+        ticker = Ticker()
+        began = time.perf_counter()
+        again.start()
+        total_ms = (time.perf_counter() - began) * 1000
+        results["restore"] = {"objects": again.stats.restored_objects, "records": again.stats.restored_records,
+                              "ms": round(total_ms, 1), "hub_max_stall_ms": round(ticker.stop(), 2)}
+        assert restored.history.last_seq == last_seq
+        assert restored.count(ResourceKind.TASK) == tasks
+        again.stop()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--rate", type=float, default=100.0)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args()
+    results = run(args.tasks, args.rate, args.seconds)
+    first, steady, restore = results["first_flush"], results["steady"], results["restore"]
+    print(f"first flush: {first['changes']} changes in {first['ms']} ms ({first['changes_per_s']}/s), "
+          f"hub max stall {first['hub_max_stall_ms']} ms")
+    latency = steady["latency_ms"]
+    print(f"steady {args.rate:g} changes/s for {args.seconds:g} s: change → committed p50 {latency['p50']} ms, "
+          f"p99 {latency['p99']} ms, max {latency['max']} ms; {steady['flushes']} flushes, "
+          f"max flush {steady['flush_ms_max']} ms; hub max stall {steady['hub_max_stall_ms']} ms")
+    print(f"restore: {restore['objects']} objects + {restore['records']} records in {restore['ms']} ms, "
+          f"hub max stall {restore['hub_max_stall_ms']} ms; file {results['file_bytes'] / 1e6:.1f} MB")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "bench_store.json").write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
