@@ -3,10 +3,11 @@
 Why it is built this way
     A search runs inside the one gevent worker, so its cost must stay far below a millisecond per thousand
     cached objects. Each entry carries ``search_text`` (derived once when the cache stores it,
-    ``app.cache.entries.search_text``); per kind the texts are joined into one string, the *corpus*, made
-    again only after the kind changed (``cache.entries`` hands out a new list then). A query is then a
-    loop of ``str.find`` over the corpus, in C, that jumps to the next object after each hit: the Python
-    work is one step per matching object, none per non-matching one.
+    ``app.cache.entries.search_text``); per kind the texts are listed in name order, the *corpus*, made
+    again only after the kind changed (``cache.entries`` hands out a new list then). Finding the matching
+    entries is one pass of ``map(contains, ...)`` in C (no Python step per entry); ranking looks only at
+    matches, and only until the best ``limit`` of a kind are known. (A loop of ``str.find`` over one joined
+    string was 2x faster for rare queries but 6x slower for a query that matches nearly everything.)
 
 Ranking (best first), from the delimiters the texts carry:
     ``exact``  the name, or another field (id, image, a label ``key=value`` or value), equals the query
@@ -27,7 +28,8 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from itertools import accumulate, chain
+from itertools import accumulate, chain, compress, count, repeat
+from operator import contains
 from typing import Any
 
 import re2
@@ -111,8 +113,7 @@ def _limit(value: str | None) -> int:
 class _Corpus:
     source: list[Entry]     # the cache's list this was made from: still valid while the cache hands it out
     ids: list[str]
-    text: str               # the entries' search texts, concatenated
-    ends: list[int]         # ends[i]: offset just past entry i's text
+    texts: list[str]        # the entries' search texts
     names: bytes            # lower-cased names, one per line, UTF-8 (RE2 maps str offsets at O(n) per call)
     name_ends: list[int]
 
@@ -120,12 +121,12 @@ class _Corpus:
 def _build_corpus(source: list[Entry]) -> _Corpus:
     texts = [entry.search_text for entry in source]
     names = [(entry.search_name + "\n").encode() for entry in source]
-    return _Corpus(source, [entry.id for entry in source], "".join(texts), list(accumulate(map(len, texts))),
-                   b"".join(names), list(accumulate(map(len, names))))
+    return _Corpus(source, [entry.id for entry in source], texts, b"".join(names),
+                   list(accumulate(map(len, names))))
 
 
-# Below this many matches, each match is ranked by looking at its own text; above, by one more scan of the
-# corpus per rank still needed (a scan costs about as much as ranking a few thousand matches one by one).
+# Below this many matches, each match is ranked by looking at its own text; above, by one more pass over
+# the corpus per rank still needed (a pass costs about as much as ranking a thousand matches one by one).
 _RANK_EACH_BELOW = 1024
 
 
@@ -170,25 +171,17 @@ def _needles(query: str) -> tuple[tuple[Rank, str], ...]:
 
 
 def _rank_of(corpus: _Corpus, index: int, needles: tuple[tuple[Rank, str], ...]) -> Rank:
-    start, end = (corpus.ends[index - 1] if index else 0), corpus.ends[index]
-    find = corpus.text.find
+    text = corpus.texts[index]
     for rank, needle in needles:
-        if find(needle, start, end) >= 0:
+        if needle in text:
             return rank
     return Rank.SUBSTRING
 
 
 def _occurrences(corpus: _Corpus, needle: str) -> list[int]:
-    """Indices (ascending) of the entries whose text contains ``needle``: one ``find`` per such entry."""
-    text, ends = corpus.text, corpus.ends
-    find = text.find
-    found: list[int] = []
-    position = find(needle)
-    while position >= 0:
-        index = bisect_right(ends, position)
-        found.append(index)
-        position = find(needle, ends[index])
-    return found
+    """Indices (ascending) of the entries whose text contains ``needle``, without a Python step per entry
+    (``map`` and ``compress`` run in C: about 45-90 ns per entry at 10,000 tasks, whatever matches)."""
+    return list(compress(count(), map(contains, corpus.texts, repeat(needle))))
 
 
 class SearchIndex:
