@@ -121,16 +121,22 @@ class Database:
         problems = [row[0] for row in db.execute("PRAGMA quick_check(5)")]
         if problems != ["ok"]:
             raise BadStoreFile(f"integrity check failed: {'; '.join(problems)}")
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = NORMAL")
+        self._tune()
         clean = db.execute("SELECT value FROM meta WHERE key = 'clean'").fetchone()
         self.was_clean = clean is not None and clean[0] == "1"
         db.execute("UPDATE meta SET value = '0' WHERE key = 'clean'")
 
+    def _tune(self) -> None:
+        """WAL (readers never block the writer; a commit is one append), synchronous NORMAL (durable across
+        a crash of the process; a power loss may drop the last commits), and a bound on the WAL file left
+        after checkpoints (the first full sync writes the whole cluster at once)."""
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.execute(f"PRAGMA journal_size_limit = {16 * 1024 * 1024}")
+
     def _create(self, epoch: int | None) -> None:
         db = self._db
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = NORMAL")
+        self._tune()
         with self._transaction():
             for statement in _SCHEMA.strip().split(";"):
                 if statement.strip():
