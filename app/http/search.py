@@ -10,7 +10,7 @@ from flask import Response, request
 
 from app.cache.history import Change
 from app.errors import ProblemError
-from app.history.selection import HistoryFilter
+from app.history.selection import HistoryFilter, parse_filter
 from app.http import respond
 from app.http.feeds import page_url
 from app.http.history import history_feed
@@ -46,5 +46,6 @@ def search_feed(*_view: object) -> Response:
 
     alternate = page_url(respond.base_path() + "/search", {"q": query.original})
     return history_feed(title=f"Shoal: changes of objects named like {query.original!r}",
-                        wanted=HistoryFilter(scope=named), alternate=alternate,
+                        wanted=HistoryFilter(action=parse_filter(request.args, targets=False).action, scope=named),
+                        alternate=alternate,
                         description=f"Change history of the objects whose name contains {query.original!r}.")
