@@ -89,6 +89,10 @@ class Database:
         :raises sqlite3.OperationalError, OSError: the file cannot be opened or created at all.
         """
         _check_header(path)
+        if path != ":memory:":
+            # Owner-only before SQLite creates it (its WAL and shm files copy the mode): service specs carry
+            # environment variables, which may hold credentials.
+            os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
         connection = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
         try:
             database = cls(connection, path)

@@ -66,6 +66,17 @@ def test_round_trip_restores_objects_history_sequence_and_epoch(tmp_path: Path) 
     again.stop()
 
 
+def test_the_file_and_its_directory_are_private(tmp_path: Path) -> None:
+    cache, store = _started(tmp_path / "state")
+    cache.replace_all(cluster())
+    gevent.sleep(0.2)
+    directory = tmp_path / "state"
+    assert directory.stat().st_mode & 0o777 == 0o700
+    for name in (FILE_NAME, FILE_NAME + "-wal", FILE_NAME + "-shm"):
+        assert (directory / name).stat().st_mode & 0o077 == 0, name
+    store.stop()
+
+
 def test_restored_records_share_decoded_objects_like_the_live_ring(tmp_path: Path) -> None:
     cache, store = _started(tmp_path)
     cache.replace_all(cluster())
