@@ -1,8 +1,10 @@
 """Surviving a restart (issue 9 §6) through the real server: gunicorn with a state directory on the lab
 swarm, an independent SSE client (httpx-sse). With the client connected the service stops; a config is
-created, a service updated and a secret removed with the docker SDK; the service starts again on the same
-state directory and the client reconnects with its Last-Event-ID: it gets exactly the changes made while
-the service was down (no ``sync``, no duplicate, no gap), and /history shows them with no hole."""
+created, a service updated twice, a secret removed and another config created and removed with the docker
+SDK; the service starts again on the same state directory and the client reconnects with its
+Last-Event-ID: it gets exactly the net changes made while the service was down (one create, one update,
+one remove; nothing for the fleeting config; no ``sync``, no duplicate, no gap), and /history shows them
+with no hole."""
 
 from __future__ import annotations
 
@@ -180,15 +182,18 @@ def test_a_client_reconnecting_after_a_restart_gets_exactly_what_it_missed(serve
 
         config = dclient.configs.create(name=f"shoal-store-new-{tag}", data=b"y", labels=labels)
         made.append(config)
-        service.reload()
-        dclient.api.update_service(service.id, service.version, labels={**labels, "shoal.store": "updated"},
-                                   fetch_current_spec=True)
+        for round_ in ("1", "2"):           # two updates while down: one net update after the restart
+            service.reload()
+            dclient.api.update_service(service.id, service.version, labels={**labels, "shoal.store": round_},
+                                       fetch_current_spec=True)
+        fleeting = dclient.configs.create(name=f"shoal-store-fleeting-{tag}", data=b"z", labels=labels)
+        fleeting.remove()                   # created and removed while down: nothing to see
         doomed.remove()
         made.remove(doomed)
 
         server.start()
         again = Stream(server.base, last_event_id=last_id)
-        ours = {doomed.id, service.id, config.id}
+        ours = {doomed.id, service.id, config.id, fleeting.id}
         wait_for(lambda: sum(item["id"] in ours for _, item in again.items()) >= 3, 5,
                  message="the missed changes replayed")
         time.sleep(0.5)
