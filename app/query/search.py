@@ -287,7 +287,10 @@ def _segment_program(query: str) -> Any:
         return None
     gap = r"(?:[^\n\-_.]*[\-_.]+)?"
     pattern = r"(?m)^(?:[^\n]*[\-_.])?" + gap.join(re2.escape(char) for char in query)
-    return re2._Regexp(pattern.encode(), _RE2_OPTIONS)   # not re2.compile: its own cache is unbounded in bytes
+    try:   # not re2.compile: its own cache is unbounded in bytes
+        return re2._Regexp(pattern.encode(), _RE2_OPTIONS)
+    except (re2.error, ValueError, TypeError):   # over the program budget: search without the segment rule
+        return None
 
 
 def _segment_hits(corpus: _Corpus, program: Any) -> list[int]:

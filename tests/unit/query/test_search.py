@@ -187,3 +187,9 @@ def test_the_search_feed_is_the_history_of_matching_names(shared_client: FlaskCl
     parsed = feedparser.parse(response.get_data())
     assert not parsed.bozo and parsed.entries
     assert all("shop_db" in entry.title for entry in parsed.entries)
+
+
+def test_the_longest_query_is_answered(shared_client: FlaskClient) -> None:
+    for q in ("ab" * 100, "\u4e00" * 200, "a-" * 100):
+        response = shared_client.get("/search", query_string={"q": q})
+        assert response.status_code == 200 and response.get_json()["total"] == 0
