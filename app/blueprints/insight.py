@@ -11,6 +11,7 @@ from app.blueprints.docs import errors, feed_documented
 from app.http import recommendations, search
 from app.http.negotiation import negotiated
 from app.schemas.v1.insight import RecommendationCollectionV1, RecommendationQueryV1, SearchQueryV1, SearchResultV1
+from app.streams.scopes import recommendations_stream
 
 blp = Blueprint("insight", __name__, description="Search across every kind, and recommendation findings.")
 
@@ -34,6 +35,6 @@ class Recommendations(MethodView):
     @errors(blp, 400, 404, 503, codes={400: "Unknown severity, kind or check, or bad feed cursor (API012).",
                                        404: "Recommendations are turned off (server.recommendations)."})
     @feed_documented(blp, cursor=False)
-    @negotiated(atom=recommendations.feed)
+    @negotiated(sse=recommendations_stream, atom=recommendations.feed)
     def get(self) -> Response:
         return recommendations.collection()

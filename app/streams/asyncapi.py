@@ -30,14 +30,16 @@ def _message(name: str, summary: str) -> dict[str, Any]:
 def _messages() -> dict[str, Any]:
     messages = {kind.value: _message(kind.value, f"A {kind.value} was created, updated, removed, or something "
                                                  "it cross-references changed.") for kind in ResourceKind}
+    messages["recommendation"] = _message("recommendation", "A recommendation finding appeared, changed or "
+                                                            "disappeared.")
     messages[BATCH_EVENT] = _message(BATCH_EVENT, "Several events of one batch window.")
     messages[SYNC_EVENT] = _message(SYNC_EVENT, "Replay impossible: refetch, then continue.")
     return messages
 
 
 def _channel(address: str, description: str, kinds: list[ResourceKind],
-             parameter: str | None = None) -> dict[str, Any]:
-    names = [kind.value for kind in kinds] + [BATCH_EVENT, SYNC_EVENT]
+             parameter: str | None = None, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    names = [kind.value for kind in kinds] + list(extra) + [BATCH_EVENT, SYNC_EVENT]
     channel: dict[str, Any] = {
         "address": address, "description": description,
         "messages": {name: {"$ref": f"#/components/messages/{name}"} for name in names}}
@@ -64,6 +66,9 @@ def _channels() -> dict[str, Any]:
             channels[f"{kind.value}Detail"] = _channel(
                 f"{spec.path}/{{{placeholder}}}", f"Changes of one {kind.value}, including ref_changed when "
                 "something it cross-references changes.", [kind], placeholder)
+    channels["recommendations"] = _channel(
+        "/recommendations", "Findings of the recommendation checks appearing, changing and disappearing; "
+        "Last-Event-ID always gets sync (refetch /recommendations).", [], extra=("recommendation",))
     return channels
 
 
@@ -80,7 +85,7 @@ def _referenced(schema: Any, found: set[str]) -> set[str]:
 
 def _resource_components(openapi_components: dict[str, Any]) -> dict[str, Any]:
     """The OpenAPI schemas the events refer to, with everything they refer to in turn."""
-    wanted = {schemas.resource_component(kind) for kind in ResourceKind}
+    wanted = {schemas.resource_component(kind) for kind in ResourceKind} | {schemas.FINDING_COMPONENT}
     taken: dict[str, Any] = {}
     while wanted:
         name = wanted.pop()

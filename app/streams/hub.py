@@ -70,6 +70,15 @@ class Hub:
     def clients(self) -> list[Client]:
         return list(self._clients)
 
+    def wants(self, scope: ScopeKey) -> bool:
+        return any(scope in client.scopes for client in self._clients)
+
+    def broadcast(self, scope: ScopeKey, frame: bytes, seq: int) -> None:
+        """Offer a ready frame to every client of ``scope`` (events that are not cache changes)."""
+        for client in list(self._clients):
+            if scope in client.scopes:
+                client.offer(frame, seq)
+
     # ------------------------------------------------------------------ clients
     def open(self, scopes: frozenset[ScopeKey], environ: dict[str, object] | None = None) -> Client:
         """Register a client from the current sequence on; no yield between the cap check and the add."""
@@ -166,13 +175,13 @@ class Hub:
         return batch_frame(wanted[-1].change.seq, [(b.change.kind.value, b.data or b"") for b in wanted])
 
     # ------------------------------------------------------------------ replay
-    def replay(self, client: Client, last_event_id: str | None) -> Iterator[bytes]:
+    def replay(self, client: Client, last_event_id: str | None, replayable: bool = True) -> Iterator[bytes]:
         """Frames for a reconnecting client: the missed changes of its scope after ``last_event_id`` (up to
         the sequence it was registered at), or one ``sync`` when they are not all in the history ring or
         the id is not one this service gave."""
         if last_event_id is None:
             return iter(())
-        seq = parse_event_id(last_event_id)
+        seq = parse_event_id(last_event_id) if replayable else None
         missed = None if seq is None else self.cache.history.since(seq)
         if missed is None:
             return iter((sync_frame(client.after_seq),))

@@ -24,7 +24,7 @@ _CAP = {"description": "Too many event streams (SSE001), with Retry-After: 5.",
 
 
 def stream_paths() -> set[str]:
-    paths = {"/events"}
+    paths = {"/events", "/recommendations"}
     for kind in ResourceKind:
         paths |= {kind.spec.path, f"{kind.spec.path}/{{{kind.spec.id_placeholder}}}"}
     return paths

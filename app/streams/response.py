@@ -22,6 +22,8 @@ from gevent import monkey
 from app.cache.store import Cache
 from app.config import Settings
 from app.errors import ProblemError
+from app.runtime import runtime_of
+from app.streams import findings
 from app.streams.client import Client
 from app.streams.events import ScopeKey
 from app.streams.hub import Hub, StreamCapReached
@@ -40,6 +42,7 @@ def init_streams(app: Flask, cache: Cache, settings: Settings) -> Hub:
     """Create the app's hub on its cache (a listener only: no greenlet runs until a change meets a client)."""
     hub = Hub(cache, batch_interval=settings.sse_batch_interval, base_path=settings.base_path)
     app.extensions[_EXTENSION_KEY] = (hub, settings.sse_keepalive)
+    findings.attach(hub, runtime_of(app).recommendations)
     return hub
 
 
@@ -93,7 +96,7 @@ def last_event_id() -> str | None:
     return value or None
 
 
-def stream_response(scopes: frozenset[ScopeKey]) -> Response:
+def stream_response(scopes: frozenset[ScopeKey], *, replayable: bool = True) -> Response:
     """Open a stream of the events carrying any of ``scopes``; 429 SSE001 with Retry-After at the cap."""
     hub, keepalive = current_app.extensions[_EXTENSION_KEY]
     if request.method == "HEAD":   # headers only: no client registered, nothing to clean up
@@ -103,7 +106,7 @@ def stream_response(scopes: frozenset[ScopeKey]) -> Response:
     except StreamCapReached:
         raise ProblemError("SSE001", detail=f"{hub.max_clients} event streams are open; retry later.",
                            headers={"Retry-After": RETRY_AFTER}) from None
-    replay = hub.replay(client, last_event_id())
+    replay = hub.replay(client, last_event_id(), replayable)
     response = Response(_body(hub, client, replay, keepalive), content_type=MEDIA_TYPE, headers=STREAM_HEADERS)
     response.call_on_close(lambda: hub.close(client))
     return response

@@ -51,7 +51,8 @@ def batch_schema() -> Schema:
     return {"type": "array", "minItems": 2,
             "description": "Events of one batch window (server.sse.batch_interval), oldest first; the SSE id "
                            "is the highest sequence number among them.",
-            "items": {"oneOf": [{"$ref": f"#/components/schemas/{event_component(k)}"} for k in ResourceKind]}}
+            "items": {"oneOf": [{"$ref": f"#/components/schemas/{event_component(k)}"} for k in ResourceKind]
+                      + [{"$ref": "#/components/schemas/RecommendationEvent"}]}}
 
 
 def sync_schema() -> Schema:
@@ -63,9 +64,30 @@ def sync_schema() -> Schema:
                            "id": {"type": "string", "const": SYNC_DATA["id"]}}}
 
 
+FINDING_COMPONENT = "FindingV1"     # the OpenAPI schema of one /recommendations item
+
+
+def recommendation_schema() -> Schema:
+    return {
+        "type": "object", "additionalProperties": False,
+        "description": "A finding appeared (create), changed (update) or disappeared (remove; resource as last "
+                       "reported). Streams of /recommendations only; their Last-Event-ID always gets sync.",
+        "required": ["@id", "@type", "type", "action", "id", "resource"],
+        "properties": {
+            "@id": {"type": "string", "examples": ["/recommendations#no-limits:service:abc"]},
+            "@type": {"type": "string", "const": "Finding"},
+            "type": {"type": "string", "const": "recommendation"},
+            "action": {"type": "string", "enum": ["create", "update", "remove"]},
+            "id": {"type": "string"},
+            "resource": {"$ref": f"#/components/schemas/{FINDING_COMPONENT}"},
+        },
+    }
+
+
 def event_components() -> dict[str, Schema]:
     """The event schemas by component name (resources not included: they come from the OpenAPI components)."""
     components = {event_component(kind): event_schema(kind) for kind in ResourceKind}
+    components["RecommendationEvent"] = recommendation_schema()
     components["BatchEvent"] = batch_schema()
     components["SyncEvent"] = sync_schema()
     return components
@@ -77,4 +99,6 @@ def schema_for_event(name: str) -> Schema:
         return {"$ref": "#/components/schemas/BatchEvent"}
     if name == SYNC_EVENT:
         return {"$ref": "#/components/schemas/SyncEvent"}
+    if name == "recommendation":
+        return {"$ref": "#/components/schemas/RecommendationEvent"}
     return {"$ref": f"#/components/schemas/{event_component(ResourceKind(name))}"}

@@ -12,6 +12,7 @@ from app.errors import ProblemError
 from app.resources import ResourceKind
 from app.runtime import current_runtime
 from app.streams.events import ALL, ScopeKey, kind_key, object_key, stack_key
+from app.streams.findings import RECOMMENDATIONS
 from app.streams.response import stream_response
 
 Handler = Callable[..., Response]
@@ -36,6 +37,13 @@ def types_scopes(value: str | None) -> frozenset[ScopeKey]:
 
 def events_stream(*_args: object, **_kwargs: object) -> Response:
     return stream_response(types_scopes(request.args.get("types")))
+
+
+def recommendations_stream(*_args: object, **_kwargs: object) -> Response:
+    """Findings appearing, changing and disappearing (``app.streams.findings``); 404 when turned off."""
+    if not current_runtime().settings.recommendations:
+        raise NotFound("Recommendations are turned off (server.recommendations = false).")
+    return stream_response(frozenset({RECOMMENDATIONS}), replayable=False)
 
 
 def kind_stream(kind: ResourceKind) -> Handler:

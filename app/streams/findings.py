@@ -1,0 +1,45 @@
+"""Recommendation findings as events on ``/recommendations`` streams (issue 9 §5: findings appear and
+disappear live).
+
+The engine calls the listener after each evaluation slice with what appeared, changed or disappeared; one
+frame is built per call and offered to every ``/recommendations`` stream through the hub (same queues, cap,
+keepalive and cleanup as change streams). Event name ``recommendation``; ``data`` has the change-event shape
+with ``type`` ``recommendation``, ``action`` create/update/remove (appeared/updated/disappeared) and the
+finding as in ``/recommendations`` as ``resource`` (for remove: as last reported). Findings are not in the
+history ring, so a ``Last-Event-ID`` on this stream always gets ``sync`` (refetch ``/recommendations``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from app.recommendations.engine import RecommendationEngine
+from app.recommendations.store import FindingAction, FindingChange
+from app.streams.events import ScopeKey
+from app.streams.hub import Hub
+from app.streams.wire import batch_frame, encode_json
+
+RECOMMENDATIONS: ScopeKey = ("recommendations",)
+EVENT = "recommendation"
+ACTIONS = {FindingAction.APPEARED: "create", FindingAction.UPDATED: "update", FindingAction.DISAPPEARED: "remove"}
+
+
+def finding_event(change: FindingChange, base: str) -> dict[str, Any]:
+    finding = change.finding
+    return {"@id": f"{base}/recommendations#{quote(finding.id, safe=':')}", "@type": "Finding", "type": EVENT,
+            "action": ACTIONS[change.action], "id": finding.id, "resource": finding.to_json(base)}
+
+
+def publish(hub: Hub, changes: list[FindingChange]) -> None:
+    """One frame for the slice's changes, to every recommendations stream (nothing to do without one)."""
+    if not changes or not hub.wants(RECOMMENDATIONS):
+        return
+    seq = hub.cache.history.last_seq   # ids of this stream only order it: replay always answers sync
+    hub.broadcast(RECOMMENDATIONS, batch_frame(seq, [(EVENT, encode_json(finding_event(c, hub.base_path)))
+                                                     for c in changes]), seq)
+
+
+def attach(hub: Hub, engine: RecommendationEngine) -> Callable[[], None]:
+    return engine.subscribe(lambda changes: publish(hub, changes))
