@@ -224,6 +224,14 @@ class Database:
             raise
         self._db.execute("COMMIT")
 
+    def start_over(self, last_seq: int, epoch: int) -> None:
+        """Drop the history and continue the sequence at ``last_seq`` under a new ``epoch`` (the snapshot
+        stays): after an unclean stop, numbers past the file's ``last_seq`` may already have been sent."""
+        with self._transaction():
+            self._db.execute("DELETE FROM history")
+            self._set_last_seq(last_seq)
+            self._db.execute("UPDATE meta SET value = ? WHERE key = 'epoch'", (str(epoch),))
+
     def _set_last_seq(self, seq: int) -> None:
         self._db.execute("UPDATE meta SET value = ? WHERE key = 'last_seq'", (str(seq),))
 

@@ -10,6 +10,8 @@
 - A failed write is retried at the next flush with its changes kept; past ``MAX_PENDING`` changes they
   are dropped and the next successful flush rewrites the file from the cache. A write that finds the file
   damaged moves it aside and rewrites a fresh one.
+- After an unclean stop (the file's ``clean`` flag is 0) the snapshot is restored but the history starts
+  over: numbers the killed process sent but never wrote must not be given to other changes.
 - ``stop`` (after the watcher stopped) waits for the writer, writes what is pending, marks the file
   closed in order and releases the lock.
 
@@ -44,7 +46,10 @@ from app.store.database import BadStoreFile, Database, Loaded, move_aside
 log = logging.getLogger(__name__)
 
 _thread_sleep = gevent.monkey.get_original("time", "sleep")   # the store thread's sleep, not the hub's
-MAX_PENDING = 100_000          # changes kept across failed writes before falling back to a rewrite
+MAX_PENDING = 100_000
+# After an unclean stop the sequence continues this much higher: more than the changes one flush interval
+# can hold (a first full sync of 50,000 tasks is ~60,000 records).
+SEQ_JUMP = 1_000_000          # changes kept across failed writes before falling back to a rewrite
 
 
 def _load_frozen(database: Database) -> Loaded:
@@ -96,6 +101,7 @@ class Persister:
         self._writer: gevent.Greenlet | None = None
         self._unsubscribe: object = None
         self._aside: list[tuple[str, str]] = []
+        self._started_over: int | None = None
 
     @property
     def active(self) -> bool:
@@ -139,9 +145,23 @@ class Persister:
                 database.close()
                 self._set_aside(str(exc))
                 continue
+            if not loaded.clean:
+                self._start_over(database, loaded)
             self._db = database
             return loaded
         raise RuntimeError(f"{self.path} was bad twice in a row")  # pragma: no cover (a race with another tool)
+
+    def _start_over(self, database: Database, loaded: Loaded) -> None:
+        """The previous process did not close the file (killed, crashed): it may have sent change numbers
+        past the file's ``last_seq`` that it never wrote, and reusing them would let a client resuming
+        from one silently miss changes. So the history starts over under a new epoch, ``SEQ_JUMP`` numbers
+        further; the snapshot is kept, so the first sync still reports only what changed. Clients resuming
+        from an older id get ``sync``. Written at once, so a second crash cannot reuse numbers either."""
+        self._started_over = loaded.last_seq
+        loaded.records = []
+        loaded.last_seq += SEQ_JUMP
+        loaded.epoch = max(int(time.time()), loaded.epoch + 1)
+        database.start_over(loaded.last_seq, loaded.epoch)
 
     def _set_aside(self, reason: str) -> None:
         """Move the bad file aside; logged by ``_log_set_aside`` on the hub (this may run on the store
@@ -188,9 +208,11 @@ class Persister:
                  extra={"path": self.path, "objects": loaded.object_count, "records": len(self._cache.history),
                         "last_seq": loaded.last_seq, "epoch": loaded.epoch, "clean_shutdown": loaded.clean,
                         "ms": round(self.stats.restore_ms, 1)})
-        if loaded.last_seq and not loaded.clean:
-            log.warning("the state store was not closed in order (crash or kill): changes of the last flush "
-                        "interval before it may be missing from history", extra={"path": self.path})
+        if self._started_over is not None:
+            log.warning("the state store was not closed in order (crash or kill): the snapshot is restored, "
+                        "the history starts over under a new epoch; clients resuming get sync",
+                        extra={"path": self.path, "file_last_seq": self._started_over,
+                               "next_seq": loaded.last_seq + 1, "epoch": loaded.epoch})
 
     # ------------------------------------------------------------------ writing
     def _on_changes(self, changes: list[Change]) -> None:

@@ -226,3 +226,53 @@ def test_a_client_reconnecting_after_a_restart_gets_exactly_what_it_missed(serve
         for thing in made:
             with contextlib.suppress(docker.errors.NotFound):
                 thing.remove()
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def test_after_a_crash_a_resuming_client_gets_sync_not_reused_numbers(server: Server, dclient: Any) -> None:
+    tag = uuid.uuid4().hex[:8]
+    made: list[Any] = []
+    try:
+        server.start()
+        stream = Stream(server.base)
+        marker = dclient.configs.create(name=f"shoal-store-crash-{tag}", data=b"x", labels={TEST_LABEL: "1"})
+        made.append(marker)
+        wait_for(lambda: stream.has("create", marker.id), 5, message="the marker on the stream")
+        last_id = int(stream.frames[-1][0])
+        assert server.proc is not None
+        workers = _children(server.proc.pid)
+        assert workers, "no gunicorn worker found"
+        for pid in workers:                        # the worker dies without its exit hooks: a crash
+            os.kill(pid, 9)
+        server.proc.kill()
+        server.proc.wait(timeout=10)
+        server.proc = None
+        wait_for(lambda: stream.ended, 5, message="the stream ended with the server")
+        stream.close()
+
+        server.start()
+        again = Stream(server.base, last_event_id=str(last_id))
+        wait_for(lambda: again.frames, 5, message="the answer to the resuming client")
+        assert again.frames[0][1] == "sync", again.frames[:3]
+        warned = [r for r in server.log_records() if "not closed in order" in r.get("msg", "")]
+        assert warned and warned[0]["next_seq"] > last_id, warned
+        newest = httpx.get(f"{server.base}/history?limit=1", headers={"Accept": "application/json"},
+                           timeout=10).json()["items"]
+        assert not newest or newest[0]["id"] >= warned[0]["next_seq"]
+        again.close()
+    finally:
+        for thing in made:
+            with contextlib.suppress(docker.errors.NotFound):
+                thing.remove()

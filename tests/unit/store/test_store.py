@@ -16,7 +16,7 @@ from app.cache.history import Action, Change
 from app.cache.store import Cache
 from app.resources import ResourceKind
 from app.store.database import APPLICATION_ID, FILE_NAME, Database
-from app.store.persister import Persister
+from app.store.persister import SEQ_JUMP, Persister
 from tests.unit.objects import CFG_OTHER, SVC_WEB, Raw, cluster
 
 K = ResourceKind
@@ -295,9 +295,20 @@ def test_an_unclean_stop_is_reported_at_the_next_start(tmp_path: Path, caplog: p
     store._stopping.set()
     with caplog.at_level(logging.WARNING, logger="app.store.persister"):
         restored, again = _started(tmp_path)
-    assert restored.history.last_seq == cache.history.last_seq
+    # The snapshot comes back; the history starts over further on, under a new epoch: numbers the killed
+    # process may have sent without writing them are never given to other changes.
+    assert _state(restored) == _state(cache)
+    assert (len(restored.history), restored.history.last_seq) == (0, cache.history.last_seq + SEQ_JUMP)
+    assert restored.history.since(cache.history.last_seq) is None      # a resuming client gets sync
+    assert again.epoch is not None and store.epoch is not None and again.epoch > store.epoch
     assert any("not closed in order" in r.getMessage() for r in caplog.records)
-    again.stop()
+    # Written at once: a second crash before any flush does not reuse the numbers either.
+    again._db = None
+    again._release_lock()
+    again._stopping.set()
+    third_cache, third = _started(tmp_path)
+    assert third_cache.history.last_seq == cache.history.last_seq + 2 * SEQ_JUMP
+    third.stop()
 
 
 def test_the_runtime_restores_before_its_watcher_syncs_and_flushes_at_stop(tmp_path: Path) -> None:
