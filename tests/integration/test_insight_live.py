@@ -143,3 +143,19 @@ def test_a_finding_goes_when_the_service_is_fixed_and_the_others_keep_first_seen
     assert isinstance(after, dict)
     assert after[single]["firstSeen"] == before[single]["firstSeen"]
     assert after[single]["seq"] == before[single]["seq"]
+
+
+def test_both_endpoints_through_gunicorn(server: str) -> None:
+    import requests
+
+    found = requests.get(f"{server}/search", params={"q": "demo_web"}, timeout=10)
+    assert found.status_code == 200 and found.json()["results"]["services"][0]["name"] == "demo_web"
+
+    def evaluated() -> dict[str, Any] | None:
+        body: dict[str, Any] = requests.get(f"{server}/recommendations", timeout=10).json()
+        return body if body["computedAt"] and body["total"] else None
+
+    body = wait_for(evaluated, FINDING_WITHIN, interval=0.5, message="the engine's first evaluation under gunicorn")
+    assert isinstance(body, dict) and body["summary"]["critical"] >= 1
+    feed = requests.get(f"{server}/recommendations.atom", timeout=10)
+    assert feed.status_code == 200 and feed.headers["Content-Type"].startswith("application/atom+xml")
