@@ -230,8 +230,9 @@ def node_findings(cache: Cache, entry: Entry, context: Context) -> list[Finding]
                                  "other nodes.", f"PUT /nodes/{entry.id}/availability"))
     if role == "manager" and availability == "active" and desired_running:
         found.append(Finding("manager-has-workloads", "warning", "node", entry.id, entry.name,
-                             f"Manager runs {len(desired_running)} tasks: a busy manager slows the raft "
-                             "consensus the whole cluster depends on.",
+                             # No task count in the message: it would change (an SSE update) with every task.
+                             "Manager runs workloads: a busy manager slows the raft consensus the whole "
+                             "cluster depends on.",
                              "Drain the manager (availability drain) where workers can take the tasks.",
                              f"PUT /nodes/{entry.id}/availability"))
     return found
