@@ -101,6 +101,7 @@ def run(tasks: int, rate: float, seconds: float) -> dict[str, Any]:
                                   "changes_per_s": round(len(changes) / (store.stats.last_flush_ms / 1000)),
                                   "hub_max_stall_ms": round(ticker.stop(), 2)}
         commits.clear()
+        store.stats.max_flush_ms = 0.0
 
         # Steady writes: task updates at ``rate`` per second.
         task_raws = [copy.deepcopy(raw) for raw in snapshot[ResourceKind.TASK][:1000]]
