@@ -34,7 +34,7 @@ def start_server(docker_host: str, log_path: Path) -> tuple[subprocess.Popen[byt
     port = free_port()
     env = {**os.environ, "SERVICE_DOCKER_HOST": docker_host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
            "SERVICE_LOG_LEVEL": "warn", "SERVICE_WATCHER_TASK_POLL_INTERVAL": "0.5",
-           "SERVICE_SSE_KEEPALIVE": "1s"}
+           "SERVICE_SSE_KEEPALIVE": "1s", "SERVICE_DATA_DIR": str(log_path.parent / "state")}
     env.pop("SERVICE_CONFIG", None)
     with log_path.open("w") as log:
         proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "gunicorn"), "-c", "gunicorn.conf.py", "wsgi:app"],
