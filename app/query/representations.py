@@ -33,8 +33,7 @@ def item(cache: Cache, entry: Entry) -> Data:
     """One collection item: the engine object plus the derived fields the interface adds per kind."""
     data: Data = dict(entry.raw)
     if entry.kind is ResourceKind.SERVICE:
-        data["RunningTasks"] = sum(1 for task in cache.tasks_of_service(entry.id)
-                                   if task.activation["state"] == "running")
+        data["RunningTasks"] = cache.running_tasks(entry.id)   # kept on write: O(1) for 10,000 tasks
     elif entry.kind is ResourceKind.TASK:
         service = cache.get(ResourceKind.SERVICE, str(entry.activation["service"]))
         node = cache.get(ResourceKind.NODE, str(entry.activation["node"]))
