@@ -46,10 +46,10 @@ from app.store.database import BadStoreFile, Database, Loaded, move_aside
 log = logging.getLogger(__name__)
 
 _thread_sleep = gevent.monkey.get_original("time", "sleep")   # the store thread's sleep, not the hub's
-MAX_PENDING = 100_000
+MAX_PENDING = 100_000         # changes kept across failed writes before falling back to a rewrite
 # After an unclean stop the sequence continues this much higher: more than the changes one flush interval
 # can hold (a first full sync of 50,000 tasks is ~60,000 records).
-SEQ_JUMP = 1_000_000          # changes kept across failed writes before falling back to a rewrite
+SEQ_JUMP = 1_000_000
 
 
 def _load_frozen(database: Database) -> Loaded:
@@ -282,7 +282,8 @@ class Persister:
 
     def _replace_damaged(self, reason: str) -> None:
         """The file went bad under us: move it aside and rewrite a fresh one from the cache, same epoch
-        (the sequence continues in memory, so ids stay valid)."""
+        (the sequence continues in memory, so ids stay valid). Opens the new file on the hub: a rare path,
+        and creating an empty file takes milliseconds."""
         database, self._db = self._db, None
         try:
             if database is not None:
