@@ -41,7 +41,8 @@ class Entry:
     search_text: str = ""      # lower-cased fields /search matches (``search_text``), delimited for its scans
 
 
-def _dig(raw: Mapping[str, Any], *path: str) -> Any:
+def dig(raw: Mapping[str, Any], *path: str) -> Any:
+    """``raw[path[0]][path[1]]...``, or None where a step is missing or not a mapping (engine JSON omits empties)."""
     value: Any = raw
     for key in path:
         if not isinstance(value, Mapping):
@@ -64,7 +65,7 @@ def _ci(value: str) -> SortKey:
 
 
 def service_mode(raw: Mapping[str, Any]) -> str:
-    mode = _dig(raw, "Spec", "Mode") or {}
+    mode = dig(raw, "Spec", "Mode") or {}
     for key, name in (("Replicated", "replicated"), ("Global", "global"),
                       ("ReplicatedJob", "replicated-job"), ("GlobalJob", "global-job")):
         if key in mode:
@@ -85,9 +86,9 @@ Derived = tuple[str, str, Activation, dict[str, SortKey], str]  # id, name, acti
 
 
 def _node(raw: Raw) -> Derived:
-    node_id, hostname = _text(raw.get("ID")), _text(_dig(raw, "Description", "Hostname"))
-    state, role = _text(_dig(raw, "Status", "State")), _text(_dig(raw, "Spec", "Role"))
-    availability = _text(_dig(raw, "Spec", "Availability"))
+    node_id, hostname = _text(raw.get("ID")), _text(dig(raw, "Description", "Hostname"))
+    state, role = _text(dig(raw, "Status", "State")), _text(dig(raw, "Spec", "Role"))
+    availability = _text(dig(raw, "Spec", "Availability"))
     activation: Activation = {"id": node_id, "name": hostname, "state": state, "role": role,
                               "availability": availability}
     keys = {"hostname": _ci(hostname), "role": (role,), "status": (state,), "availability": (availability,)}
@@ -95,24 +96,24 @@ def _node(raw: Raw) -> Derived:
 
 
 def _service(raw: Raw) -> Derived:
-    service_id, name = _text(raw.get("ID")), _text(_dig(raw, "Spec", "Name"))
+    service_id, name = _text(raw.get("ID")), _text(dig(raw, "Spec", "Name"))
     mode = service_mode(raw)
     activation: Activation = {
         "id": service_id, "name": name,
-        "image": _text(_dig(raw, "Spec", "TaskTemplate", "ContainerSpec", "Image")),
-        "mode": mode, "stack": _text((_dig(raw, "Spec", "Labels") or {}).get(STACK_LABEL)),
+        "image": _text(dig(raw, "Spec", "TaskTemplate", "ContainerSpec", "Image")),
+        "mode": mode, "stack": _text((dig(raw, "Spec", "Labels") or {}).get(STACK_LABEL)),
     }
     return service_id, name, activation, {"name": _ci(name), "mode": (mode,)}, _text(raw.get("UpdatedAt"))
 
 
 def _task(raw: Raw) -> Derived:
-    task_id, state = _text(raw.get("ID")), _text(_dig(raw, "Status", "State"))
+    task_id, state = _text(raw.get("ID")), _text(dig(raw, "Status", "State"))
     service_id, node_id, slot = _text(raw.get("ServiceID")), _text(raw.get("NodeID")), _int(raw.get("Slot"))
     activation: Activation = {
         "id": task_id, "state": state, "desired_state": _text(raw.get("DesiredState")),
-        "image": _text(_dig(raw, "Spec", "ContainerSpec", "Image")),
-        "exit_code": _int(_dig(raw, "Status", "ContainerStatus", "ExitCode")),
-        "error": _text(_dig(raw, "Status", "Err")),
+        "image": _text(dig(raw, "Spec", "ContainerSpec", "Image")),
+        "exit_code": _int(dig(raw, "Status", "ContainerStatus", "ExitCode")),
+        "error": _text(dig(raw, "Status", "Err")),
         "service": service_id, "node": node_id, "slot": slot,
     }
     keys = {"state": _task_state_key(state), "service": (service_id,), "node": (node_id,)}
@@ -121,7 +122,7 @@ def _task(raw: Raw) -> Derived:
 
 
 def _config_like(raw: Raw) -> Derived:
-    object_id, name = _text(raw.get("ID")), _text(_dig(raw, "Spec", "Name"))
+    object_id, name = _text(raw.get("ID")), _text(dig(raw, "Spec", "Name"))
     created, updated = _text(raw.get("CreatedAt")), _text(raw.get("UpdatedAt"))
     keys = {"name": _ci(name), "created": (created,), "updated": (updated,)}
     return object_id, name, {"id": object_id, "name": name}, keys, updated
@@ -182,7 +183,7 @@ def build_entry(kind: ResourceKind, raw: Raw) -> Entry:
     raw = redact(kind, raw)
     entry_id, name, activation, sort_keys, updated = _DERIVE[kind](raw)
     lowered = name.lower()
-    version = _dig(raw, "Version", "Index")
+    version = dig(raw, "Version", "Index")
     return Entry(kind, entry_id, name, raw, activation, sort_keys, lowered,
                  tuple(s for s in _SEGMENT_SPLIT.split(lowered) if s), updated,
                  version if isinstance(version, int) else None, estimate_size(raw),
@@ -219,17 +220,17 @@ def search_text(kind: ResourceKind, raw: Raw, entry_id: str, name: str) -> str:
     count as ``key=value`` and as ``value``."""
     fields = [] if kind.spec.id_is_name else [entry_id]
     if kind is ResourceKind.SERVICE:
-        fields.append(image_reference(_text(_dig(raw, "Spec", "TaskTemplate", "ContainerSpec", "Image"))))
-        fields += _label_fields(_dig(raw, "Spec", "Labels"))
+        fields.append(image_reference(_text(dig(raw, "Spec", "TaskTemplate", "ContainerSpec", "Image"))))
+        fields += _label_fields(dig(raw, "Spec", "Labels"))
     elif kind is ResourceKind.TASK:
         name = ""
-        fields.append(image_reference(_text(_dig(raw, "Spec", "ContainerSpec", "Image"))))
-        fields += _label_fields(_dig(raw, "Spec", "ContainerSpec", "Labels"))
+        fields.append(image_reference(_text(dig(raw, "Spec", "ContainerSpec", "Image"))))
+        fields += _label_fields(dig(raw, "Spec", "ContainerSpec", "Labels"))
     elif kind is ResourceKind.NODE:
-        fields.append(_text(_dig(raw, "Status", "Addr")))
-        fields += _label_fields(_dig(raw, "Spec", "Labels"))
+        fields.append(_text(dig(raw, "Status", "Addr")))
+        fields += _label_fields(dig(raw, "Spec", "Labels"))
     elif kind is not ResourceKind.STACK:
-        fields += _label_fields(_dig(raw, "Spec", "Labels") if kind in (ResourceKind.CONFIG, ResourceKind.SECRET)
+        fields += _label_fields(dig(raw, "Spec", "Labels") if kind in (ResourceKind.CONFIG, ResourceKind.SECRET)
                                 else raw.get("Labels"))
     parts = [name[:_FIELD_CHARS], *(field[:_FIELD_CHARS] for field in fields if field)]
     if _CONTROL.search("".join(parts)):  # a control character would fake a delimiter (never in practice)
@@ -254,7 +255,7 @@ def raw_identity(kind: ResourceKind, raw: Raw) -> tuple[str, int | None]:
 
 def labels_of(entry: Entry) -> Mapping[str, Any]:
     """Object labels: Spec.Labels for swarm objects, Labels for networks and volumes."""
-    labels = _dig(entry.raw, "Spec", "Labels")
+    labels = dig(entry.raw, "Spec", "Labels")
     if labels is None:
         labels = entry.raw.get("Labels")
     return labels if isinstance(labels, Mapping) else {}
@@ -266,9 +267,9 @@ def stack_of(entry: Entry) -> str:
 
 def service_references(entry: Entry) -> dict[ResourceKind, set[str]]:
     """Configs, secrets, networks (by id) and volumes (by name) a service spec uses."""
-    template = _dig(entry.raw, "Spec", "TaskTemplate") or {}
+    template = dig(entry.raw, "Spec", "TaskTemplate") or {}
     container = template.get("ContainerSpec") or {}
-    networks = [*(template.get("Networks") or ()), *(_dig(entry.raw, "Spec", "Networks") or ())]
+    networks = [*(template.get("Networks") or ()), *(dig(entry.raw, "Spec", "Networks") or ())]
     return {
         ResourceKind.CONFIG: {_text(c.get("ConfigID")) for c in container.get("Configs") or ()} - {""},
         ResourceKind.SECRET: {_text(s.get("SecretID")) for s in container.get("Secrets") or ()} - {""},

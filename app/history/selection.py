@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.cache.entries import dig
 from app.cache.history import Action, Change, History
 from app.cache.store import Cache
 from app.errors import ProblemError
@@ -140,19 +141,11 @@ def stack_label(kind: ResourceKind, raw: Mapping[str, Any]) -> str:
     """The stack namespace label: Spec.Labels (swarm objects), Labels (networks, volumes), the container
     labels of a task (``docker stack deploy`` puts it there)."""
     if kind is ResourceKind.TASK:
-        labels = _dig(raw, "Spec", "ContainerSpec", "Labels")
+        labels = dig(raw, "Spec", "ContainerSpec", "Labels")
     elif kind in (ResourceKind.NETWORK, ResourceKind.VOLUME):
         labels = raw.get("Labels")
     else:
-        labels = _dig(raw, "Spec", "Labels")
+        labels = dig(raw, "Spec", "Labels")
     value = labels.get(STACK_LABEL) if isinstance(labels, Mapping) else None
     return value if isinstance(value, str) else ""
 
-
-def _dig(raw: Mapping[str, Any], *path: str) -> Any:
-    value: Any = raw
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value

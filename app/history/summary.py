@@ -11,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from app.cache.entries import dig
 from app.history.diff import Difference, Path
 from app.query.service_insights import ABSENT, render_path
 from app.resources import ResourceKind
@@ -67,7 +68,7 @@ def create_summary(kind: ResourceKind, raw: Mapping[str, Any] | None) -> str:
 
 def remove_summary(kind: ResourceKind, raw: Mapping[str, Any] | None) -> str:
     if kind is ResourceKind.TASK and raw is not None:
-        state = _dig(raw, "Status", "State")
+        state = dig(raw, "Status", "State")
         if isinstance(state, str) and state:
             return f"removed (last state {state})"
     return "removed"
@@ -80,20 +81,20 @@ def related_summary(kind: ResourceKind) -> str:
 def _facts(kind: ResourceKind, raw: Mapping[str, Any]) -> list[str]:
     if kind is ResourceKind.SERVICE:
         facts = []
-        image = _dig(raw, "Spec", "TaskTemplate", "ContainerSpec", "Image")
+        image = dig(raw, "Spec", "TaskTemplate", "ContainerSpec", "Image")
         if isinstance(image, str):
             facts.append("image " + _short(_without_digest(image)))
-        replicas = _dig(raw, "Spec", "Mode", "Replicated", "Replicas")
+        replicas = dig(raw, "Spec", "Mode", "Replicated", "Replicas")
         if isinstance(replicas, int):
             facts.append(f"replicas {replicas}")
-        elif isinstance(_dig(raw, "Spec", "Mode"), Mapping) and "Global" in raw["Spec"]["Mode"]:
+        elif isinstance(dig(raw, "Spec", "Mode"), Mapping) and "Global" in raw["Spec"]["Mode"]:
             facts.append("global")
         return facts
     if kind is ResourceKind.TASK:
-        state = _dig(raw, "Status", "State")
+        state = dig(raw, "Status", "State")
         return [f"state {state}"] if isinstance(state, str) and state else []
     if kind is ResourceKind.NODE:
-        role = _dig(raw, "Spec", "Role")
+        role = dig(raw, "Spec", "Role")
         return [f"role {role}"] if isinstance(role, str) and role else []
     return []
 
@@ -138,11 +139,3 @@ def _short(text: str) -> str:
 def _without_digest(image: str) -> str:
     return image.split("@", 1)[0]
 
-
-def _dig(raw: Mapping[str, Any], *path: str) -> Any:
-    value: Any = raw
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value

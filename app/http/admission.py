@@ -37,8 +37,6 @@ waiters and timers belong to that hub.
 from __future__ import annotations
 
 import logging
-import select
-import socket
 import time
 from bisect import bisect_left
 from collections import deque
@@ -48,13 +46,14 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 from flask import Flask, Response, current_app, g, has_request_context, request
-from gevent import Timeout, get_hub, monkey
+from gevent import Timeout, get_hub
 from gevent.hub import Waiter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from app.errors import ProblemError
 from app.http.paths import is_meta
+from app.http.peer import client_socket, peer_closed
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +66,7 @@ STREAMING: Final = "streaming"
 _EXTENSION_KEY = "shoal.admission"
 _TICKET_KEY = "shoal.admission.ticket"
 _MODE_ATTR = "__shoal_admission__"
-_SOCKET_KEYS = ("gunicorn.socket", "shoal.socket")   # the client socket, as gunicorn and ``shoal`` put it
 _REJECT_LOG_INTERVAL = 10.0
-_original_poll: Callable[[], Any] = monkey.get_original("select", "poll")   # never yields to the hub
 
 T = TypeVar("T")
 
@@ -271,34 +268,8 @@ def route_mode(app: Flask) -> str | None:
 
 # ---------------------------------------------------------------------------------------------- client
 def client_gone(environ: dict[str, Any]) -> bool:
-    """Whether the client closed its connection (EOF or reset), checked without blocking or yielding.
-
-    Like nginx's "client prematurely closed connection": an EOF before the answer means nobody waits."""
-    sock = next((environ[key] for key in _SOCKET_KEYS if key in environ), None)
-    if sock is None:
-        return False
-    try:
-        fd = sock.fileno()
-    except OSError:
-        return True
-    if fd < 0:
-        return True
-    poller = _original_poll()
-    poller.register(fd, select.POLLIN | select.POLLPRI)
-    events = poller.poll(0)
-    if not events:
-        return False
-    mask = events[0][1]
-    if mask & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
-        return True
-    try:
-        return bool(sock.recv(1, socket.MSG_PEEK) == b"")   # readable: EOF, or bytes of a next request
-    except ValueError:        # TLS sockets take no flags: alive as far as we can tell
-        return False
-    except (BlockingIOError, InterruptedError):
-        return False
-    except OSError:
-        return True
+    """Whether the client closed its connection (EOF or reset): an EOF before the answer means nobody waits."""
+    return peer_closed(client_socket(environ))
 
 
 # ---------------------------------------------------------------------------------------------- Flask

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from app.cache.entries import Entry, image_reference
+from app.cache.entries import Entry, dig, image_reference
 from app.cache.store import Cache
 from app.recommendations.constraints import Placement
 from app.recommendations.findings import CLUSTER_ID, Finding
@@ -64,17 +64,11 @@ def parse_time(text: Any) -> float | None:
         return None
 
 
-def _dig(raw: Mapping[str, Any], *path: str) -> Any:
-    value: Any = raw
-    for key in path:
-        value = value.get(key) if isinstance(value, Mapping) else None
-    return value
-
 
 def replicas(entry: Entry) -> int | None:
     """Desired replicas of a replicated service; None for global services and jobs."""
-    value = _dig(entry.raw, "Spec", "Mode", "Replicated", "Replicas")
-    if _dig(entry.raw, "Spec", "Mode", "Replicated") is None:
+    value = dig(entry.raw, "Spec", "Mode", "Replicated", "Replicas")
+    if dig(entry.raw, "Spec", "Mode", "Replicated") is None:
         return None
     return value if isinstance(value, int) else 1
 
@@ -99,7 +93,7 @@ def _service(entry: Entry, check: str, severity: str, message: str, fix: str, ac
 
 
 def _resources(entry: Entry) -> list[Finding]:
-    resources = _dig(entry.raw, "Spec", "TaskTemplate", "Resources") or {}
+    resources = dig(entry.raw, "Spec", "TaskTemplate", "Resources") or {}
     limits, reservations = resources.get("Limits") or {}, resources.get("Reservations") or {}
     action = f"PATCH /services/{entry.id}/resources"
     found: list[Finding] = []
@@ -135,7 +129,7 @@ def _image(entry: Entry) -> list[Finding]:
 
 
 def _healthcheck(entry: Entry) -> list[Finding]:
-    test = _dig(entry.raw, "Spec", "TaskTemplate", "ContainerSpec", "Healthcheck", "Test")
+    test = dig(entry.raw, "Spec", "TaskTemplate", "ContainerSpec", "Healthcheck", "Test")
     if test and test != ["NONE"]:
         return []
     return [_service(entry, "no-healthcheck", "warning",
@@ -145,7 +139,7 @@ def _healthcheck(entry: Entry) -> list[Finding]:
 
 
 def _restart_policy(entry: Entry) -> list[Finding]:
-    if _dig(entry.raw, "Spec", "TaskTemplate", "RestartPolicy", "Condition") != "none":
+    if dig(entry.raw, "Spec", "TaskTemplate", "RestartPolicy", "Condition") != "none":
         return []
     return [_service(entry, "no-restart-policy", "warning",
                      "Restart condition none: a task that exits is never replaced.",
@@ -175,7 +169,7 @@ def _task_health(cache: Cache, entry: Entry, desired: int | None, context: Conte
     failed, last_error = 0, ""
     for task in cache.tasks_of_service(entry.id):
         if task.activation["state"] in FAILED_STATES:
-            when = parse_time(_dig(task.raw, "Status", "Timestamp")) or parse_time(task.updated)
+            when = parse_time(dig(task.raw, "Status", "Timestamp")) or parse_time(task.updated)
             if when is not None and when >= window_start:
                 failed += 1
                 last_error = str(task.activation["error"]) or last_error

@@ -7,20 +7,16 @@ greenlet alone.
 
 from __future__ import annotations
 
-import select
-import socket
 from collections import deque
 from typing import Any
 
-from gevent import monkey
 from gevent.event import Event
 
+from app.http.peer import client_socket, peer_closed
 from app.streams.events import ScopeKey
 from app.streams.wire import sync_frame
 
 DEFAULT_QUEUE_FRAMES = 64          # about 6 s of 100 ms batches behind: then sync and start over
-_SOCKET_KEYS = ("gunicorn.socket", "shoal.socket")
-_poll = monkey.get_original("select", "poll")   # a non-blocking check must not yield to the hub
 
 
 class Client:
@@ -71,30 +67,9 @@ class Client:
 
     def socket(self) -> Any:
         """The connection's socket as the server put it in the environ (None outside gunicorn/``shoal``)."""
-        return next((self.environ[key] for key in _SOCKET_KEYS if self.environ and key in self.environ), None)
+        return client_socket(self.environ)
 
     def gone(self) -> bool:
-        """Whether the peer closed the connection (EOF/reset), checked without blocking or writing: a dead
-        idle client is found within one liveness interval instead of at the next keepalive write."""
-        sock = self.socket()
-        if sock is None:
-            return False
-        try:
-            fd = sock.fileno()
-        except OSError:
-            return True
-        if fd < 0:
-            return True
-        poller = _poll()
-        poller.register(fd, select.POLLIN | select.POLLPRI)
-        events = poller.poll(0)
-        if not events:
-            return False
-        if events[0][1] & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
-            return True
-        try:
-            return bool(sock.recv(1, socket.MSG_PEEK) == b"")
-        except (ValueError, BlockingIOError, InterruptedError):   # TLS sockets take no flags
-            return False
-        except OSError:
-            return True
+        """Whether the peer closed the connection: a dead idle client is found within one liveness interval
+        instead of at the next keepalive write."""
+        return peer_closed(self.socket())
