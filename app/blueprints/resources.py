@@ -13,7 +13,7 @@ from werkzeug.exceptions import NotFound
 
 from app.blueprints.docs import errors, feed_documented, list_parameters
 from app.cache.entries import Entry
-from app.http import history, respond
+from app.http import admission, history, respond
 from app.http.conditional import if_range_holds
 from app.http.negotiation import negotiated
 from app.query import listing
@@ -70,6 +70,7 @@ def resource_blueprint(kind: ResourceKind) -> Blueprint:
             return _collection(kind)
 
     @blp.route(f"/<{spec.id_placeholder}>")
+    @admission.light   # one object: waits in the gate's light lane, not behind every list request
     class Detail(MethodView):
         @blp.response(200, DETAIL_SCHEMAS[kind], description=f"One {kind.value} with cross-references.")
         @errors(blp, 404, 503, codes=not_found)

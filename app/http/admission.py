@@ -12,7 +12,11 @@ The rule:
   negotiation hooks) through the view, the JSON serialisation and every after_request hook (ETag). It is
   released when Flask hands the body to the server, before a byte is written: a slow reader never holds
   it. A lazily serialised JSON body (a generator that is no stream) is materialised inside the gate first.
-- Waiters are served in arrival order by direct hand-off (no newcomer overtakes them). Every hand-off,
+- Waiters are served in arrival order by direct hand-off (no newcomer overtakes them), in two lanes: views
+  whose work is about one object (:func:`light`: the resource details) wait in their own lane, and when
+  both lanes have waiters they take turns. Under a flood of list requests (200 clients, ~5 ms each, a
+  queue of ~1 s) a detail then waits for about one list request, not for the whole queue, and a flood of
+  details cannot starve the lists either. Every hand-off,
   and the first newcomer after a release, runs on the hub's next loop iteration (a zero timer), so the hub
   polls I/O between any two gated requests: new connections are accepted and ``/-/…`` is answered within
   about one request's time, however many requests wait.
@@ -28,6 +32,7 @@ Opt-outs, for a view function, a MethodView class or method, or a whole blueprin
   Prometheus proxy): holding the gate through a round-trip would stall every reader for nothing.
 - :func:`streaming`: gated while the view builds the response, released when the body starts (SSE, log
   tails), which is also what happens to any body that is not a JSON document.
+- :func:`light`: gated in the light lane (above).
 - :func:`released`: inside a gated view, give the gate up around an I/O wait and queue again after it.
 
 One worker thread (the gevent hub of the gunicorn worker or of ``shoal``) serves the app: the gate's
@@ -62,6 +67,7 @@ MAX_WAIT_SECONDS: Final = 10.0
 WAIT_BUCKETS: Final = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 EXEMPT: Final = "exempt"
 STREAMING: Final = "streaming"
+LIGHT: Final = "light"
 
 _EXTENSION_KEY = "shoal.admission"
 _TICKET_KEY = "shoal.admission.ticket"
@@ -98,10 +104,11 @@ class GateStats:
 class Ticket:
     """One request's claim on the gate; releasing it twice is harmless."""
 
-    __slots__ = ("gate", "held", "waited", "waiter")
+    __slots__ = ("gate", "held", "light", "waited", "waiter")
 
-    def __init__(self, gate: AdmissionGate) -> None:
+    def __init__(self, gate: AdmissionGate, light: bool = False) -> None:
         self.gate = gate
+        self.light = light
         self.held = False
         self.waited: float | None = None     # seconds in the queue; None: admitted at once
         self.waiter: Waiter | None = None
@@ -111,7 +118,8 @@ class Ticket:
 
 
 class AdmissionGate:
-    """One holder; FIFO waiters; hand-offs on the hub's next loop iteration (see the module docstring)."""
+    """One holder; FIFO waiters in two lanes taking turns; hand-offs on the hub's next loop iteration (see
+    the module docstring)."""
 
     def __init__(self, max_waiting: int = MAX_WAITING, max_wait: float = MAX_WAIT_SECONDS) -> None:
         self.max_waiting = max_waiting
@@ -119,23 +127,24 @@ class AdmissionGate:
         self.stats = GateStats()
         self._holder: Ticket | None = None
         self._settling = False              # a hand-off timer is pending
-        self._queue: deque[Ticket] = deque()
+        self._lanes: tuple[deque[Ticket], deque[Ticket]] = (deque(), deque())   # heavy, light
+        self._light_last = False            # the lane served last, for taking turns
         self._last_reject_log = 0.0
 
     @property
     def waiting(self) -> int:
-        return len(self._queue)
+        return len(self._lanes[0]) + len(self._lanes[1])
 
     @property
     def busy(self) -> bool:
         return self._holder is not None
 
-    def acquire(self) -> Ticket:
-        """Admit the calling greenlet, waiting in line if needed.
+    def acquire(self, light: bool = False) -> Ticket:
+        """Admit the calling greenlet, waiting in line (its lane) if needed.
 
         :raises Busy: the queue is full, or the wait exceeded ``max_wait``.
         """
-        ticket = Ticket(self)
+        ticket = Ticket(self, light)
         self._enter(ticket, bounded=True)
         return ticket
 
@@ -154,16 +163,16 @@ class AdmissionGate:
 
     # ------------------------------------------------------------------------------------------ internals
     def _enter(self, ticket: Ticket, *, bounded: bool) -> None:
-        if self._holder is None and not self._settling and not self._queue:
+        if self._holder is None and not self._settling and not self.waiting:
             self._grant(ticket)
             self.stats.observe_wait(0.0)
             return
-        if bounded and len(self._queue) >= self.max_waiting:
+        if bounded and self.waiting >= self.max_waiting:
             self.stats.rejected_full += 1
             self._log_reject("full")
             raise Busy("full")
         ticket.waiter = Waiter()
-        self._queue.append(ticket)
+        self._lanes[ticket.light].append(ticket)
         if self._holder is None and not self._settling:
             self._settle()
         started = time.perf_counter()
@@ -196,9 +205,11 @@ class AdmissionGate:
 
     def _hand_off(self) -> None:   # runs in the hub
         self._settling = False
-        if self._holder is not None or not self._queue:
+        heavy, light = self._lanes
+        if self._holder is not None or not (heavy or light):
             return
-        ticket = self._queue.popleft()
+        self._light_last = bool(light) and (not heavy or not self._light_last)
+        ticket = (light if self._light_last else heavy).popleft()
         self._grant(ticket)
         assert ticket.waiter is not None
         ticket.waiter.switch(None)
@@ -206,15 +217,15 @@ class AdmissionGate:
     def _abandon(self, ticket: Ticket) -> None:
         """A waiter leaves (killed, or past its deadline): out of the queue, or hand on what it was given."""
         with suppress(ValueError):
-            self._queue.remove(ticket)
+            self._lanes[ticket.light].remove(ticket)
         self.release(ticket)
 
     def _log_reject(self, reason: str) -> None:
         now = time.monotonic()
         if now - self._last_reject_log >= _REJECT_LOG_INTERVAL:
             self._last_reject_log = now
-            log.warning("admission gate refused a request (%s): %d waiting", reason, len(self._queue),
-                        extra={"reason": reason, "waiting": len(self._queue),
+            log.warning("admission gate refused a request (%s): %d waiting", reason, self.waiting,
+                        extra={"reason": reason, "waiting": self.waiting,
                                "rejected_full": self.stats.rejected_full,
                                "rejected_timeout": self.stats.rejected_timeout})
 
@@ -229,6 +240,12 @@ def exempt(target: T) -> T:
 def streaming(target: T) -> T:
     """Gate this view while it builds the response; release when the streamed body starts."""
     setattr(target, _MODE_ATTR, STREAMING)
+    return target
+
+
+def light(target: T) -> T:
+    """Gate this view in the light lane: its work is about one object, not the cluster (a detail)."""
+    setattr(target, _MODE_ATTR, LIGHT)
     return target
 
 
@@ -292,7 +309,7 @@ def _admit() -> None:
     if mode == EXEMPT:
         return
     try:
-        ticket = gate_of(app).acquire()
+        ticket = gate_of(app).acquire(light=mode == LIGHT)
     except Busy as exc:
         detail = ("Too many requests are waiting for the worker." if exc.reason == "full"
                   else f"The request waited {MAX_WAIT_SECONDS:g} s for the worker.")

@@ -20,6 +20,7 @@ from app.cli import build_server
 from app.config import ListenAddress, Settings
 from app.http import admission
 from app.http.admission import MAX_WAITING, AdmissionGate, Busy, gate_of
+from app.resources import ResourceKind
 from tests.conftest import free_port
 from tests.unit.support import Harness
 
@@ -405,3 +406,52 @@ def test_the_shoal_server_gates_requests_and_hands_the_gate_the_client_socket() 
         server.stop(timeout=2)
     assert response.text == "True True"
     assert gate.stats.admitted == 1 and not gate.busy
+
+
+# ---------------------------------------------------------------------------------------------- lanes
+def test_the_light_lane_takes_turns_with_the_heavy_one() -> None:
+    gate = AdmissionGate()
+    holder = gate.acquire()
+    order: list[str] = []
+
+    def wait(name: str, light: bool) -> None:
+        ticket = gate.acquire(light=light)
+        order.append(name)
+        ticket.release()
+
+    glets = [gevent.spawn(wait, f"h{i}", False) for i in range(4)]
+    settle()
+    glets += [gevent.spawn(wait, f"l{i}", True) for i in range(2)]   # arrive after every heavy waiter
+    settle()
+    assert gate.waiting == 6
+    holder.release()
+    gevent.joinall(glets, timeout=5)
+    assert order == ["l0", "h0", "l1", "h1", "h2", "h3"]
+    assert not gate.busy and gate.waiting == 0
+
+
+def test_both_lanes_count_against_the_queue_bound() -> None:
+    gate = AdmissionGate(max_waiting=2)
+    holder = gate.acquire()
+    glets = [gevent.spawn(gate.acquire, light=light) for light in (False, True)]
+    settle()
+    with pytest.raises(Busy):
+        gate.acquire(light=True)
+    gevent.killall(glets)
+    holder.release()
+
+
+def test_resource_details_wait_in_the_light_lane(app: Flask, probe: Probe, gate: AdmissionGate,
+                                                 harness: Harness) -> None:
+    """A detail asked after several slow gated requests is served right after the current one."""
+    glets = [request_in_greenlet(app, f"/t/work/w{i}") for i in range(3)]
+    settle()
+    task_id = harness.cache.entries(ResourceKind.TASK)[0].id
+    detail = request_in_greenlet(app, f"/tasks/{task_id}")
+    settle()
+    assert probe.entered == ["w0"] and gate.waiting == 3
+    probe.proceed.set()
+    assert answer(detail).status_code == 200
+    assert probe.entered[:1] == ["w0"] and len(probe.entered) <= 2   # served after at most one more request
+    for glet in glets:
+        answer(glet)
