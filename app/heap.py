@@ -10,17 +10,36 @@ listing allocates ~20 objects per task), so they were the watcher's "sweep stall
 the permanent generation, which full collections skip (0.4 µs, a list splice). Reference counting still
 frees frozen objects that are dropped later (a replaced cache entry), so the cache does not leak; only a
 reference *cycle* among objects that were alive at a freeze and die afterwards is never reclaimed.
+Then ``malloc_trim(0)`` (glibc) hands the memory that the bulk write's temporary objects freed back to the
+system: a task listing is decoded in a pool thread, whose malloc arena otherwise keeps tens of MB of freed
+blocks resident (about 1 ms; RSS per task at 10,000 tasks is one of the issue's targets).
+
 ``bench/bench_heap.py`` measures both sides: a full collection at 10,000 tasks 128 ms → 0 ms, and 0 frozen
 garbage after 6,300 requests over ~1,600 connections with a freeze every second.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import logging
 import time
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(name).malloc_trim if name else None  # type: ignore[assignment]
+    except (OSError, AttributeError):   # not glibc (musl, macOS): nothing to trim
+        return None
+    return trim
+
+
+_TRIM = _malloc_trim()
 
 
 def settle() -> float:
@@ -28,6 +47,8 @@ def settle() -> float:
     started = time.perf_counter()
     gc.collect(1)
     gc.freeze()
+    if _TRIM is not None:
+        _TRIM(0)
     took = time.perf_counter() - started
     if took > 0.02:
         log.info("heap settled", extra={"ms": round(took * 1000, 1), "frozen": gc.get_freeze_count()})
