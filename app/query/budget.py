@@ -23,10 +23,8 @@ How work reports to it
     compiles a different pattern also yields and stops in time.
 
 Yielding
-    ``gevent.sleep(0)`` only queues the greenlet behind the pending callbacks and may resume it before the
-    loop polls any socket. ``pause`` waits on a zero-delay timer instead: the loop must run one iteration
-    (with a non-blocking poll) before the timer fires, so a pending ``accept`` or request read is served
-    between slices. ``tests/unit/query/test_filter_budget.py`` checks this with a real socket.
+    Between slices the request calls ``app.cooperate.pause`` (a zero-delay timer, not ``gevent.sleep(0)``),
+    so the loop polls sockets between slices.
 """
 
 from __future__ import annotations
@@ -37,8 +35,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TypeVar
 
-import gevent
-
+from app.cooperate import pause
 from app.errors import ProblemError
 
 T = TypeVar("T")
@@ -53,16 +50,6 @@ Clock = Callable[[], float]
 class BudgetExceeded(Exception):
     """Raised through compiled filter code; deliberately not a ProblemError, so CEL's error absorption
     (``error || true``) cannot swallow it. ``Budget.active`` turns it into FLT006."""
-
-
-def pause() -> None:
-    """Park the current greenlet until the event loop has run one iteration (polling I/O)."""
-    hub = gevent.get_hub()
-    timer = hub.loop.timer(0.0)
-    try:
-        hub.wait(timer)
-    finally:
-        timer.close()
 
 
 class Budget:

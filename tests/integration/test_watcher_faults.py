@@ -190,7 +190,7 @@ def test_an_inspect_answered_while_the_stream_is_down_does_not_make_the_cache_li
 
 def test_a_failing_loop_is_logged_and_restarted(watch, client, caplog: pytest.LogCaptureFixture) -> None:
     w = watch()
-    original, raised = w.cache.apply_listing, []
+    original, raised = w.cache.start_listing, []
 
     def failing_once(*args, **kwargs):  # type: ignore[no-untyped-def]
         if not raised:
@@ -198,7 +198,7 @@ def test_a_failing_loop_is_logged_and_restarted(watch, client, caplog: pytest.Lo
             raise RuntimeError("injected")
         return original(*args, **kwargs)
 
-    w.cache.apply_listing = failing_once  # type: ignore[method-assign]
+    w.cache.start_listing = failing_once  # type: ignore[method-assign]
     wait_for(lambda: raised, 5, message="the injected failure")
     service = sleeper(client, name(), replicas=1, labels={TEST_LABEL: "faults"})
     wait_for(lambda: w.cache.tasks_of_service(service.id), 10, message="tasks polled after the restart")

@@ -189,13 +189,13 @@ def test_a_client_without_counts_gets_a_full_listing_at_the_counts_interval(
 def test_each_listing_is_applied_with_a_token_taken_before_the_call(poller: TaskPoller, lister: Lister,
                                                                     cache: Cache) -> None:
     applied: list[tuple[int, str | None]] = []
-    original = cache.apply_listing
+    original = cache.start_listing
 
     def recording(kind, raws, token, service_id=None):  # type: ignore[no-untyped-def]
         applied.append((token, service_id))
         return original(kind, raws, token, service_id=service_id)
 
-    cache.apply_listing = recording  # type: ignore[method-assign]
+    cache.start_listing = recording  # type: ignore[method-assign]
     poller.hint(o.SVC_WEB)
     poller.hint(None)
     poller.poll_once()
@@ -263,11 +263,28 @@ def test_a_removed_service_is_no_failure_and_its_tasks_are_found_by_a_full_listi
     assert not cache.task_ids_of_service(o.SVC_WEB)
 
 
+def test_a_listing_with_many_changes_is_applied_in_parts_with_turns_between(cache: Cache) -> None:
+    """A service scaled to thousands of tasks: the changes are written in parts of ``apply_step`` objects
+    and the poller gives the event loop a turn between two, so no request waits for the whole listing."""
+    bulk = [o.task(o.engine_id(f"bulk{i:04d}"), o.SVC_WEB, o.NODE_WORKER, slot=i + 10, state="pending")
+            for i in range(1000)]
+    seen_between: list[int] = []
+    lister = Lister(bulk, cache)
+    poller = TaskPoller(lambda: lister, cache, lambda: True, lambda exc: None,  # type: ignore[arg-type,return-value]
+                        TaskPollSettings(debounce=0.0, follow_ups=(), apply_step=100),
+                        pause=lambda: seen_between.append(len(cache.task_ids_of_service(o.SVC_WEB))))
+    poller.hint(o.SVC_WEB)
+    poller.poll_once()
+    assert len(cache.task_ids_of_service(o.SVC_WEB)) == 1000
+    assert len(seen_between) >= 9                                   # ≥ 10 parts, a turn between two
+    assert seen_between == sorted(seen_between) and seen_between[0] < 1000   # other greenlets saw progress
+
+
 def test_a_bug_in_applying_propagates_to_the_supervisor(poller: TaskPoller, cache: Cache) -> None:
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("bug")
 
-    cache.apply_listing = broken  # type: ignore[method-assign]
+    cache.start_listing = broken  # type: ignore[method-assign]
     poller.hint(o.SVC_WEB)
     with pytest.raises(RuntimeError):
         poller.poll_once()

@@ -216,7 +216,7 @@ def test_an_announced_change_does_not_reopen_the_stream(fake_engine: FakeEngine,
 # --------------------------------------------------------------------------- supervision and freshness
 def test_a_loop_that_raises_is_logged_and_restarted(running: Running, caplog: pytest.LogCaptureFixture) -> None:
     cache, raised = running.cache, []
-    original = cache.apply_listing
+    original = cache.start_listing
 
     def failing_once(*args, **kwargs):  # type: ignore[no-untyped-def]
         if not raised:
@@ -224,7 +224,7 @@ def test_a_loop_that_raises_is_logged_and_restarted(running: Running, caplog: py
             raise RuntimeError("bug in the cache")
         return original(*args, **kwargs)
 
-    cache.apply_listing = failing_once  # type: ignore[method-assign]
+    cache.start_listing = failing_once  # type: ignore[method-assign]
     wait_until(lambda: raised, 2, message="the failure")
     running.engine.objects[K.TASK]["aftercrash"] = o.task("aftercrash", o.SVC_WEB, o.NODE_WORKER, slot=3)
     wait_until(lambda: cache.get(K.TASK, "aftercrash"), 2, message="task polling after the restart")
