@@ -42,10 +42,11 @@ class Entry:
 
 
 def dig(raw: Mapping[str, Any], *path: str) -> Any:
-    """``raw[path[0]][path[1]]...``, or None where a step is missing or not a mapping (engine JSON omits empties)."""
+    """``raw[path[0]][path[1]]...``, or None where a step is missing or not a mapping (engine JSON omits
+    empties). The exact ``dict`` test first: decoded JSON is plain dicts, and the ABC check costs ~0.5 µs."""
     value: Any = raw
     for key in path:
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             return None
         value = value.get(key)
     return value

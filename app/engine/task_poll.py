@@ -71,7 +71,7 @@ class TaskPollSettings:
     sweep_interval: float = 60.0                 # full task listing, the safety net
     max_services: int = 50                       # more services due at once: one full listing instead
     freeze_heap: bool = False                    # app/heap.settle() after a full or large listing
-    apply_step: int = 250                        # objects applied per write; the event loop turns between
+    apply_step: int = 100                        # objects applied per write (~7 ms); the event loop turns between
     large_listing: int = 1000                    # a listing this long is "bulk" for heap.settle()
 
 
