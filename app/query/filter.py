@@ -19,7 +19,7 @@ Why not celpy's evaluator
 Supported language (a statically typed subset of CEL)
     - Literals: int (decimal, hex, ``-`` sign), uint (``1u``), double, string (single, double and
       triple quotes, raw ``r"..."``, exactly the escapes of the CEL language definition: anything else
-      after a backslash, such as ``"\\d"``, is FLT002 at the backslash; see ``cel_compile.decode_string``),
+      after a backslash, such as ``"\\d"``, is FLT002 at the backslash; see ``cel_literals.decode_string``),
       ``true``/``false``, ``null``, lists ``[a, b]``.
     - Identifiers: the kind's filter fields (string or int).
     - ``== != < <= > >=`` on two operands of the same type (ordering on int, uint, double, string,
