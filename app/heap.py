@@ -42,6 +42,13 @@ def _malloc_trim() -> Callable[[int], int] | None:
 _TRIM = _malloc_trim()
 
 
+def freeze_young() -> None:
+    """Between the parts of a long bulk write: collect the young generations and freeze the survivors,
+    so full collections triggered meanwhile do not walk the thousands of entries the write just made."""
+    gc.collect(1)
+    gc.freeze()
+
+
 def settle() -> float:
     """Collect the young generations, then freeze what is alive; returns the seconds it took."""
     started = time.perf_counter()

@@ -47,6 +47,7 @@ Scope = tuple[ResourceKind, str | None]   # a kind, or (tasks, service id)
 _STACK_MEMBER_KINDS = (ResourceKind.SERVICE, ResourceKind.CONFIG, ResourceKind.SECRET,
                        ResourceKind.NETWORK, ResourceKind.VOLUME)
 _REF_KINDS = (ResourceKind.CONFIG, ResourceKind.SECRET, ResourceKind.NETWORK, ResourceKind.VOLUME)
+FAILED_STATES = frozenset({"failed", "rejected"})   # task states that count as a failure
 
 
 class InspectOutcome(Enum):
@@ -77,6 +78,7 @@ class Cache:
         self._tasks_by_service: dict[str, set[str]] = defaultdict(set)
         self._tasks_by_node: dict[str, set[str]] = defaultdict(set)
         self._running: dict[str, int] = {}           # service id → tasks in state running
+        self._failed: dict[str, set[str]] = defaultdict(set)   # service id → its failed or rejected tasks
         self._refs: dict[ResourceKind, dict[str, set[str]]] = {k: defaultdict(set) for k in _REF_KINDS}
         self._stack_members: dict[str, dict[ResourceKind, set[str]]] = {}
         self.history = History(history_capacity, history_max_bytes)
@@ -132,6 +134,10 @@ class Cache:
     def running_tasks(self, service_id: str) -> int:
         """How many of the service's tasks are in state running (kept on write: O(1))."""
         return self._running.get(service_id, 0)
+
+    def failed_tasks(self, service_id: str) -> list[Entry]:
+        """The service's tasks in state failed or rejected (kept on write: no walk over all its tasks)."""
+        return self._resolve(ResourceKind.TASK, self._failed.get(service_id, ()))
 
     def services_using(self, kind: ResourceKind, object_id: str) -> list[Entry]:
         return self._resolve(ResourceKind.SERVICE, self._refs[kind].get(object_id, ()))
@@ -463,6 +469,8 @@ class Cache:
             self._tasks_by_node[str(entry.activation["node"])].add(entry.id)
             if entry.activation["state"] == "running":
                 self._running[service_id] = self._running.get(service_id, 0) + 1
+            elif entry.activation["state"] in FAILED_STATES:
+                self._failed[service_id].add(entry.id)
         elif entry.kind is ResourceKind.SERVICE:
             for kind, ids in service_references(entry).items():
                 for target in ids:
@@ -475,6 +483,8 @@ class Cache:
             service_id = str(entry.activation["service"])
             _discard(self._tasks_by_service, service_id, entry.id)
             _discard(self._tasks_by_node, str(entry.activation["node"]), entry.id)
+            if entry.activation["state"] in FAILED_STATES:
+                _discard(self._failed, service_id, entry.id)
             if entry.activation["state"] == "running":
                 remaining = self._running[service_id] - 1
                 if remaining:

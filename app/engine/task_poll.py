@@ -255,9 +255,12 @@ class TaskPoller:
         pending = self._cache.start_listing(ResourceKind.TASK, listing, token, service_id=service_id)
         if pending is None:
             return None
-        count = 0
+        count = parts = 0
         while True:
             count += len(pending.step(self.settings.apply_step))
+            parts += 1
+            if self.settings.freeze_heap and parts % 5 == 0:
+                heap.freeze_young()   # a 10,000-task write would otherwise meet full collections of itself
             self.stats.max_apply_seconds = max(self.stats.max_apply_seconds, self._clock() - started)
             if pending.done:
                 return count

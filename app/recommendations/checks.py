@@ -34,7 +34,6 @@ from app.recommendations.constraints import Placement
 from app.recommendations.findings import CLUSTER_ID, Finding
 from app.resources import ResourceKind
 
-FAILED_STATES = frozenset({"failed", "rejected"})
 UNUSED_CHECKS = {ResourceKind.CONFIG: "unused-config", ResourceKind.SECRET: "unused-secret",
                  ResourceKind.NETWORK: "unused-network", ResourceKind.VOLUME: "unused-volume"}
 CHECK_IDS = ("no-limits", "no-reservations", "single-replica", "no-healthcheck", "no-restart-policy",
@@ -167,12 +166,11 @@ def _task_health(cache: Cache, entry: Entry, desired: int | None, context: Conte
     found: list[Finding] = []
     window_start = context.now - context.lookback
     failed, last_error = 0, ""
-    for task in cache.tasks_of_service(entry.id):
-        if task.activation["state"] in FAILED_STATES:
-            when = parse_time(dig(task.raw, "Status", "Timestamp")) or parse_time(task.updated)
-            if when is not None and when >= window_start:
-                failed += 1
-                last_error = str(task.activation["error"]) or last_error
+    for task in cache.failed_tasks(entry.id):   # indexed: a 10,000-task service costs its failures only
+        when = parse_time(dig(task.raw, "Status", "Timestamp")) or parse_time(task.updated)
+        if when is not None and when >= window_start:
+            failed += 1
+            last_error = str(task.activation["error"]) or last_error
     if failed >= context.failures:
         minutes = round(context.lookback / 60)
         found.append(_service(entry, "restart-loop", "critical",
