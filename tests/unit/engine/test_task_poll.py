@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 import gevent
@@ -140,6 +141,47 @@ def test_a_hinted_service_is_listed_again_at_each_follow_up(poller: TaskPoller, 
 
 
 # --------------------------------------------------------------------------- the counts signal and the sweep
+def test_the_counts_wait_30x_their_cost_and_60x_when_nothing_changed(cache: Cache, lister: Lister,
+                                                                     clock: Clock) -> None:
+    """On a large engine the counts cost ~56 ms of its CPU: at most 1/30 of the time goes to them, 1/60 on
+    an idle cluster (the issue's idle-CPU target for the engine)."""
+    original = lister.service_counts
+
+    def costly() -> dict[str, tuple[int, int, int]]:
+        clock.now += 0.1                    # the engine takes 100 ms to answer
+        return original()
+
+    lister.service_counts = costly  # type: ignore[method-assign]
+    poller = TaskPoller(lambda: lister, cache, lambda: True, lambda exc: None,  # type: ignore[arg-type,return-value]
+                        TaskPollSettings(debounce=0.0, follow_ups=(), counts_interval=1.0, sweep_interval=3600),
+                        clock=clock)
+
+    polled_at: list[float] = []
+
+    def next_counts_poll() -> float:
+        """Step the clock by 50 ms until a counts poll happens; return when it started."""
+        before = [op for op, _ in lister.calls].count("counts")
+        for _ in range(1000):
+            clock.now += 0.05
+            started = clock.now
+            poller.poll_once()
+            if [op for op, _ in lister.calls].count("counts") > before:
+                polled_at.append(started)
+                return started
+        raise AssertionError("no counts poll within 50 s")
+
+    lister.counts = {o.SVC_WEB: (1, 1, 0)}
+    next_counts_poll()                                  # the reference counts
+    next_counts_poll()                                  # unchanged: quiet
+    lister.counts = {o.SVC_WEB: (0, 1, 0)}
+    next_counts_poll()                                  # changed
+    next_counts_poll()
+    gaps = [round(b - a, 2) for a, b in pairwise(polled_at)]
+    assert 6.0 <= gaps[0] <= 6.25          # after the reference (nothing known to change): 0.1 s + 60 x 0.1 s
+    assert 6.0 <= gaps[1] <= 6.25          # after a quiet round: the same
+    assert 3.0 <= gaps[2] <= 3.25          # after a round that saw a change: 0.1 s + 30 x 0.1 s
+
+
 def test_services_whose_task_counts_moved_are_listed(poller: TaskPoller, lister: Lister, clock: Clock) -> None:
     lister.counts = {o.SVC_WEB: (2, 2, 0), o.SVC_DB: (1, 1, 0)}
     clock.now += SETTINGS.counts_interval
