@@ -289,15 +289,17 @@ class Cache:
 
     def _place(self, entry: Entry) -> None:
         """Store an entry with its indexes, without a change record (``restore`` only)."""
-        table = self._entries[entry.kind]
-        old = table.get(entry.id)
+        self._store(entry, self._entries[entry.kind].get(entry.id))
+        entry.written = self._tick()
+
+    def _store(self, entry: Entry, old: Entry | None) -> None:
+        """Put ``entry`` in its table and indexes in place of ``old``."""
         if old is not None:
             self._unindex(old)
-        table[entry.id] = entry
+        self._entries[entry.kind][entry.id] = entry
         self._versions[entry.kind][entry.id] = entry.version
         self._invalidate(entry.kind)
         self._index(entry)
-        entry.written = self._tick()
 
     # ------------------------------------------------------------------ unconditional writes (tests, benches)
     def upsert(self, kind: ResourceKind, raw: Raw) -> list[Change]:
@@ -404,17 +406,11 @@ class Cache:
 
     # ------------------------------------------------------------------ mutations
     def _put(self, entry: Entry) -> list[Change]:
-        table = self._entries[entry.kind]
-        old = table.get(entry.id)
+        old = self._entries[entry.kind].get(entry.id)
         if old is entry or (old is not None and is_same(old, entry)):
             return []
         self._before_write(old, entry)
-        if old is not None:
-            self._unindex(old)
-        table[entry.id] = entry
-        self._versions[entry.kind][entry.id] = entry.version
-        self._invalidate(entry.kind)
-        self._index(entry)
+        self._store(entry, old)
         action = Action.CREATE if old is None else Action.UPDATE
         change = self.history.record(entry.kind, action, entry.id, entry.name, old.raw if old else None,
                                      entry.raw, (old.size if old else 0) + entry.size)
