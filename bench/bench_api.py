@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ from app.cache.entries import Raw
 from app.config import Settings
 from app.resources import ResourceKind
 from app.runtime import runtime_of
+from bench.localhttp import free_port
 from bench.synthetic import ClusterShape, Snapshot, build_snapshot
 from bench.timing import Budget, Stats, measure
 
@@ -189,12 +189,6 @@ def bench_in_process(plan: Plan, tasks: int, snapshot: Snapshot, report: Report)
 
 
 # ---------------------------------------------------------------- b. HTTP
-def free_port() -> int:
-    with socket.socket() as probe_socket:
-        probe_socket.bind(("127.0.0.1", 0))
-        return int(probe_socket.getsockname()[1])
-
-
 @contextlib.contextmanager
 def gunicorn_server(tasks: int) -> Iterator[str]:
     """Start gunicorn (gevent worker, synthetic cache) on a free local port; always stop it again."""

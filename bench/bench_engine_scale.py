@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -46,6 +45,7 @@ sys.path.insert(0, str(REPO))
 import docker  # noqa: E402
 import requests  # noqa: E402
 
+from bench.localhttp import free_port  # noqa: E402
 from bench.timing import percentile  # noqa: E402
 
 LAB_DIR = "/tmp/lab-scale"
@@ -118,13 +118,6 @@ def running_task(api: docker.APIClient, service_id: str, timeout: float = 60) ->
 
 
 # ------------------------------------------------------------------------------------------- the server
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def start_server(repo: Path, host: str, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {**os.environ, "SERVICE_DOCKER_HOST": host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",

@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: `bench`
 
+from bench.localhttp import free_port, fresh_get
 from bench.timing import percentile
 
 REPO = Path(__file__).resolve().parent.parent
@@ -143,13 +143,6 @@ json.dump({"label": label, "results": results, "errors": errors[0]}, sys.stdout)
 
 
 # ---------------------------------------------------------------------------------------------- server
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def start_server(repo: Path, tasks: int, log_path: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     env = {**os.environ, "BENCH_TASKS": str(tasks), "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
@@ -186,22 +179,6 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- probes
-def fresh_get(port: int, path: str, timeout: float = 10.0) -> tuple[int, bytes]:
-    """One request on a new connection (Connection: close), read to EOF."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
-        chunks = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    data = b"".join(chunks)
-    status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/") else 0
-    return status, data.partition(b"\r\n\r\n")[2]
-
-
 class Prober(threading.Thread):
     """Fresh-connection probes of /-/health and /-/ready started at a fixed pace until stopped.
 

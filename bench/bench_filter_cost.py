@@ -23,7 +23,6 @@ import logging
 import math
 import os
 import random
-import socket
 import subprocess
 import sys
 import threading
@@ -40,6 +39,7 @@ from app.errors import ProblemError
 from app.query import listing, regex_cache
 from app.query.filter import build_filter, clear_filter_cache
 from app.resources import ResourceKind
+from bench.localhttp import free_port, fresh_get
 from bench.synthetic import ClusterShape, build_snapshot
 
 K = ResourceKind
@@ -162,30 +162,6 @@ def in_process(tasks: int, runs: int) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------ b, c. HTTP
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def fresh_get(port: int, path: str, timeout: float = 15.0) -> tuple[int, bytes]:
-    """One request on a new connection (Connection: close), read to EOF."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\n"
-                     "Connection: close\r\n\r\n".encode())
-        chunks = []
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    data = b"".join(chunks)
-    head, _, body = data.partition(b"\r\n\r\n")
-    return int(head.split(b" ", 2)[1]), body
-
-
 def start_server(tasks: int, log_path: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     env = {**os.environ, "BENCH_TASKS": str(tasks), "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",

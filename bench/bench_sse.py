@@ -33,18 +33,12 @@ import gevent  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench.localhttp import free_port  # noqa: E402
 from bench.timing import percentile  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "sse.json"
 STAMP = re.compile(rb'"bench\.sent":"([0-9.]+)"')
 DONE = b'"bench.done":"1"'
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def rss_kib(pid: int) -> int:

@@ -237,28 +237,41 @@ def free_port() -> int:
         return port
 
 
-@pytest.fixture(scope="session")
-def server(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The real thing: gunicorn with the gevent worker on 127.0.0.1, following the lab swarm."""
+def gunicorn_env(docker_host: str, port: int, **extra: str) -> dict[str, str]:
+    """The environment of a test gunicorn on 127.0.0.1:``port`` following the lab swarm (no config file)."""
+    env = {**os.environ, "SERVICE_DOCKER_HOST": docker_host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
+           "SERVICE_LOG_LEVEL": "info", "SERVICE_WATCHER_TASK_POLL_INTERVAL": "0.5", **extra}
+    env.pop("SERVICE_CONFIG", None)
+    return env
+
+
+def launch_gunicorn(env: dict[str, str], log_path: Path, base: str) -> subprocess.Popen[bytes]:
+    """Start gunicorn (the gevent worker, ``gunicorn.conf.py``) and wait until ``base`` is ready (first full
+    sync); on failure kill it and fail the test with the end of its log. Every response is checked against
+    ``/api`` (``OPENAPI``)."""
     import requests
 
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("gunicorn") / "server.log"
-    env = {**os.environ, "SERVICE_DOCKER_HOST": docker_host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
-           "SERVICE_LOG_LEVEL": "info", "SERVICE_WATCHER_TASK_POLL_INTERVAL": "0.5",
-           "SERVICE_DATA_DIR": str(tmp_path_factory.mktemp("state"))}   # a fresh state store per session
-    env.pop("SERVICE_CONFIG", None)
+    OPENAPI.bases.add(base)
     with log_path.open("w") as log:
         proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "gunicorn"), "-c", "gunicorn.conf.py", "wsgi:app"],
                                 cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    OPENAPI.bases.add(base)
     try:
         wait_for(lambda: requests.get(f"{base}/-/ready", timeout=2).status_code == 200, 30,
                  interval=0.2, message="gunicorn readiness")
     except AssertionError:
         proc.kill()
         pytest.fail(f"gunicorn did not become ready:\n{log_path.read_text()[-4000:]}", pytrace=False)
+    return proc
+
+
+@pytest.fixture(scope="session")
+def server(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The real thing: gunicorn with the gevent worker on 127.0.0.1, following the lab swarm."""
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("gunicorn") / "server.log"
+    base = f"http://127.0.0.1:{port}"
+    proc = launch_gunicorn(gunicorn_env(docker_host, port,   # a fresh state store per session
+                                        SERVICE_DATA_DIR=str(tmp_path_factory.mktemp("state"))), log_path, base)
     yield base
     proc.terminate()
     try:

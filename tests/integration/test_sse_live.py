@@ -5,7 +5,6 @@ streams, ``types=``, reconnect with Last-Event-ID, sync for a bogus id, the 256-
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import time
@@ -21,7 +20,7 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
-from tests.conftest import OPENAPI, REPO, free_port, wait_for
+from tests.conftest import free_port, gunicorn_env, launch_gunicorn, wait_for
 from tests.integration.engine_state import TEST_LABEL, sleeper
 
 pytestmark = pytest.mark.integration
@@ -32,22 +31,10 @@ ENGINE_SLACK = 0.0      # the bound is measured from the engine call returning: 
 def start_server(docker_host: str, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
     """gunicorn on 127.0.0.1 with keepalive 1 s, so dead clients are found fast and the cap test stays short."""
     port = free_port()
-    env = {**os.environ, "SERVICE_DOCKER_HOST": docker_host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
-           "SERVICE_LOG_LEVEL": "warn", "SERVICE_WATCHER_TASK_POLL_INTERVAL": "0.5",
-           "SERVICE_SSE_KEEPALIVE": "1s", "SERVICE_DATA_DIR": str(log_path.parent / "state")}
-    env.pop("SERVICE_CONFIG", None)
-    with log_path.open("w") as log:
-        proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "gunicorn"), "-c", "gunicorn.conf.py", "wsgi:app"],
-                                cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    OPENAPI.bases.add(base)
-    try:
-        wait_for(lambda: httpx.get(f"{base}/-/ready", timeout=2).status_code == 200, 30, interval=0.2,
-                 message="gunicorn readiness")
-    except AssertionError:
-        proc.kill()
-        raise
-    return proc, base
+    env = gunicorn_env(docker_host, port, SERVICE_LOG_LEVEL="warn", SERVICE_SSE_KEEPALIVE="1s",
+                       SERVICE_DATA_DIR=str(log_path.parent / "state"))
+    return launch_gunicorn(env, log_path, base), base
 
 
 @pytest.fixture(scope="module")

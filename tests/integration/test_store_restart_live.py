@@ -24,7 +24,7 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
-from tests.conftest import OPENAPI, REPO, free_port, wait_for
+from tests.conftest import OPENAPI, free_port, gunicorn_env, launch_gunicorn, wait_for
 from tests.integration.engine_state import TEST_LABEL, sleeper
 
 pytestmark = pytest.mark.integration
@@ -36,10 +36,7 @@ class Server:
     def __init__(self, docker_host: str, state: Path, logs: Path) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, "SERVICE_DOCKER_HOST": docker_host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{self.port}",
-                    "SERVICE_LOG_LEVEL": "info", "SERVICE_WATCHER_TASK_POLL_INTERVAL": "0.5",
-                    "SERVICE_DATA_DIR": str(state)}
-        self.env.pop("SERVICE_CONFIG", None)
+        self.env = gunicorn_env(docker_host, self.port, SERVICE_DATA_DIR=str(state))
         self.logs = logs
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
@@ -51,15 +48,7 @@ class Server:
 
     def start(self) -> None:
         self.runs += 1
-        with self.log_path.open("w") as log:
-            self.proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "gunicorn"), "-c", "gunicorn.conf.py",
-                                          "wsgi:app"], cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            wait_for(lambda: httpx.get(f"{self.base}/-/ready", timeout=2).status_code == 200, 30, interval=0.2,
-                     message="gunicorn readiness (first full sync)")
-        except AssertionError:
-            self.proc.kill()
-            pytest.fail(f"gunicorn did not become ready:\n{self.log_path.read_text()[-4000:]}", pytrace=False)
+        self.proc = launch_gunicorn(self.env, self.log_path, self.base)
 
     def stop(self) -> None:
         assert self.proc is not None
