@@ -32,6 +32,7 @@ from gevent import Greenlet
 from app.cache.entries import Entry, service_references
 from app.cache.history import Action, Change
 from app.cache.store import Cache
+from app.cooperate import pause
 from app.recommendations import checks
 from app.recommendations.checks import UNUSED_CHECKS, Context
 from app.recommendations.constraints import Placement, parse_placement
@@ -193,7 +194,7 @@ class RecommendationEngine:
 
     def _yield(self, slice_started: float) -> float:
         self.stats.max_slice_ms = max(self.stats.max_slice_ms, (time.monotonic() - slice_started) * 1000)
-        gevent.sleep(0)
+        pause()   # a loop turn that polls sockets (app.cooperate)
         return time.monotonic()
 
     def _emit(self, changes: list[FindingChange]) -> None:

@@ -21,6 +21,7 @@ import gevent
 
 from app.cache.history import Change
 from app.cache.store import Cache
+from app.cooperate import pause
 from app.streams import events
 from app.streams.client import DEFAULT_QUEUE_FRAMES, Client
 from app.streams.events import Built, ScopeKey
@@ -216,7 +217,7 @@ class _Counter:
         self.count += 1 if light else 10
         if self.count >= YIELD_EVERY * 10:
             self.count = 0
-            gevent.sleep(0)
+            pause()   # a loop turn that polls sockets (app.cooperate)
 
 
 def parse_event_id(value: str) -> int | None:
