@@ -22,7 +22,7 @@ A listing scoped to a service the engine no longer has is answered 404 while the
 service's tasks: one full listing shows which remain (it is not a connection failure; treating it as one
 closed the event stream and served stale for a second or two after every service removal).
 
-Every listing is taken with a cache write token and applied with ``Cache.apply_listing`` (scoped to the
+Every listing is taken with a cache write token and applied with ``Cache.start_listing`` (scoped to the
 service when it is one), so a listing older than one already applied is refused by the cache.
 Listings are decoded and indexed off the hub by the client (``DockerEngine.list_tasks``).
 """
