@@ -1,0 +1,154 @@
+"""Capped live streams fed by a producer greenlet (log tails, the metrics stream): one shared shape.
+
+Why one module: both families need the same things the change-event streams have (a cap answered 429 with
+``Retry-After: 5``, headers before the first byte, keepalive comments, noticing a client that went away
+between writes, cleanup on every ending) but their events come from an upstream (the engine's log stream,
+a Prometheus tick), not from the cache's hub. A producer greenlet reads the upstream and pushes frames into a
+bounded queue; the response body (run by the server in the connection's greenlet) takes from it. Every
+ending (client gone, producer done or failed, server closing the response, worker shutdown) kills the
+producer, which must close its upstream in its own ``finally`` (a ``GreenletExit`` is raised inside it),
+and frees the slot: the cap never leaks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import gevent
+from flask import Response, request
+from gevent.queue import Empty, Full, Queue
+
+from app.errors import ProblemError
+from app.http.peer import client_socket, peer_closed
+
+log = logging.getLogger(__name__)
+
+MEDIA_TYPE = "text/event-stream"
+RETRY_AFTER = "5"
+LIVENESS_INTERVAL = 1.0              # seconds between two non-blocking checks of an idle connection
+DEFAULT_KEEPALIVE = 15.0
+QUEUE_FRAMES = 1024                  # a producer ahead of a slow client by this much waits (backpressure)
+KEEPALIVE = b":keepalive\n\n"
+HEADERS = {"X-Accel-Buffering": "no", "Cache-Control": "no-cache"}   # nginx must not buffer a stream
+_END = object()
+
+Emit = Callable[[bytes], None]
+Producer = Callable[[Emit], None]
+
+
+@dataclass(slots=True)
+class StreamSlots:
+    """The open streams of one family, bounded by ``cap``; at the cap, a 429 problem with ``code``."""
+
+    family: str
+    cap: int
+    code: str
+    open: int = 0
+    refused: int = 0
+    opened: int = 0
+    _producers: set[gevent.Greenlet] = field(default_factory=set)
+
+    def acquire(self) -> Slot:
+        """No yield between the check and the count: the cap holds under any interleaving."""
+        if self.open >= self.cap:
+            self.refused += 1
+            raise ProblemError(self.code, detail=f"{self.cap} {self.family} streams are open; retry later.",
+                               headers={"Retry-After": RETRY_AFTER})
+        self.open += 1
+        self.opened += 1
+        return Slot(self)
+
+    def shutdown(self) -> None:
+        """Worker exit: end every producer (their bodies then end and free their slots)."""
+        gevent.killall(list(self._producers), block=False)
+
+
+class Slot:
+    __slots__ = ("_slots", "held")
+
+    def __init__(self, slots: StreamSlots) -> None:
+        self._slots = slots
+        self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self._slots.open -= 1
+
+
+def frame(data: bytes, *, event: str | None = None, event_id: str | None = None) -> bytes:
+    """One SSE event; ``data`` must hold no raw line break (compact JSON never does)."""
+    parts = []
+    if event_id is not None:
+        parts.append(b"id: " + event_id.encode() + b"\n")
+    if event is not None:
+        parts.append(b"event: " + event.encode() + b"\n")
+    parts.append(b"data: " + data + b"\n\n")
+    return b"".join(parts)
+
+
+def live_response(slots: StreamSlots, producer: Producer, *, keepalive: float = DEFAULT_KEEPALIVE,
+                  first: bytes = b"retry: 3000\n\n") -> Response:
+    """Take a slot (or 429), start ``producer`` in its own greenlet, stream what it emits.
+
+    ``producer(emit)`` runs until its upstream ends (return) or it is killed; exceptions end the stream
+    after being logged (the producer should emit an error event first when the client should know)."""
+    if request.method == "HEAD":
+        return Response(b"", content_type=MEDIA_TYPE, headers=HEADERS)
+    slot = slots.acquire()
+    environ = request.environ
+    queue: Queue[Any] = Queue(QUEUE_FRAMES)
+
+    def run() -> None:
+        try:
+            producer(queue.put)
+        except gevent.GreenletExit:
+            raise
+        except Exception:
+            log.exception("%s stream producer failed", slots.family)
+        finally:
+            with contextlib.suppress(Full):
+                queue.put_nowait(_END)
+
+    worker = gevent.spawn(run)
+    slots._producers.add(worker)
+
+    def close() -> None:
+        worker.kill(block=False)
+        slots._producers.discard(worker)
+        slot.release()
+
+    response = Response(_body(queue, worker, environ, keepalive, first, close), content_type=MEDIA_TYPE,
+                        headers=HEADERS)
+    response.call_on_close(close)
+    return response
+
+
+def _body(queue: Queue[Any], worker: gevent.Greenlet, environ: dict[str, Any], keepalive: float,
+          first: bytes, close: Callable[[], None]) -> Iterator[bytes]:
+    sock = client_socket(environ)
+    try:
+        yield first     # sends the headers at once (EventSource fires "open")
+        idle_since = time.monotonic()
+        while True:
+            wait = max(0.0, min(LIVENESS_INTERVAL, idle_since + keepalive - time.monotonic()))
+            try:
+                chunk = queue.get(timeout=wait)
+            except Empty:
+                if peer_closed(sock) or (worker.dead and queue.empty()):
+                    return
+                if time.monotonic() - idle_since >= keepalive:
+                    yield KEEPALIVE
+                    idle_since = time.monotonic()
+                continue
+            if chunk is _END:
+                return
+            yield chunk
+            idle_since = time.monotonic()
+    finally:
+        close()
