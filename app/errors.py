@@ -56,6 +56,8 @@ REGISTRY: dict[str, ErrorDef] = _defs(
     ("API013", 503, "Server busy",
      "Too many requests are waiting for the worker, or this one waited too long, so it was not served.",
      "Retry after the number of seconds in Retry-After."),
+    ("API014", 413, "Request body too large", "The request body is larger than 1 MiB.",
+     "Send a smaller body."),
     # AUT: authentication
     ("AUT001", 401, "Authentication required",
      "The request carries no valid credentials (session, bearer token or peer identity).",
@@ -236,6 +238,9 @@ REGISTRY: dict[str, ErrorDef] = _defs(
     ("TSK001", 409, "Task already gone", "The task no longer exists on the engine.",
      "Re-read /tasks; the scheduler may already have replaced it."),
     ("TSK002", 404, "Task not found", "No task with this id is in the cache.", "List /tasks for valid ids."),
+    ("TSK003", 409, "Task container not reachable",
+     "The task has no container on the engine this service talks to, so it cannot be removed from here.",
+     "Remove it on its node, or scale or restart the service instead."),
     # STK: stack operations
     ("STK001", 404, "Stack not found", "No stack with this name is in the cache.",
      "List /stacks for valid names."),
@@ -244,11 +249,17 @@ REGISTRY: dict[str, ErrorDef] = _defs(
      "Remove the containers using it, or repeat with force=true."),
     ("VOL002", 404, "Volume not found", "No volume with this name is in the cache.",
      "List /volumes for valid names."),
+    ("VOL003", 400, "Invalid volume", "The volume create body is invalid (name, driver, labels or options).",
+     "Send {\"name\": \"...\", \"driver\": \"local\"}."),
     # NET: network operations
     ("NET001", 409, "Network in use", "The network still has active endpoints, so it cannot be removed.",
      "Detach the services and containers using it first."),
     ("NET002", 404, "Network not found", "No network with this id is in the cache.",
      "List /networks for valid ids."),
+    ("NET003", 409, "Network name taken", "A network with this name already exists.",
+     "Choose another name, or remove the existing network first."),
+    ("NET004", 400, "Invalid network", "The network create body is invalid (name, driver, labels or options).",
+     "Send {\"name\": \"...\", \"driver\": \"overlay\"}."),
     # CFG: config operations
     ("CFG001", 409, "Config in use", "The config is used by services, so it cannot be removed.",
      "Remove it from those services first."),
@@ -287,11 +298,12 @@ class ProblemError(Exception):
         *,
         headers: dict[str, str] | None = None,
         extra: dict[str, Any] | None = None,
+        status: int | None = None,
     ) -> None:
         definition = REGISTRY[code]  # KeyError here is a programming error: codes are registered
         super().__init__(f"{code}: {detail or definition.title}")
         self.code = code
-        self.status = definition.status
+        self.status = status or definition.status   # e.g. 412 with a domain code (If-Match)
         self.title = definition.title
         self.detail = detail or definition.description
         self.headers = headers or {}

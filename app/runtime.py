@@ -15,10 +15,12 @@ from app.cache.store import Cache
 from app.config import Settings
 from app.engine.client import DockerEngine, EngineClient
 from app.engine.watcher import Watcher, WatcherSettings
+from app.engine.writes import EngineWriter
 from app.query.search import SearchIndex
 from app.recommendations.engine import EngineSettings, RecommendationEngine
 from app.store.database import store_path
 from app.store.persister import Persister
+from app.writes.audit import AuditLog
 
 log = logging.getLogger(__name__)
 EXTENSION_KEY = "shoal"
@@ -33,6 +35,8 @@ class Runtime:
         self.search = SearchIndex(self.cache)
         self.recommendations = RecommendationEngine(self.cache, EngineSettings(
             debounce=settings.recommendations_debounce))
+        self.writer = EngineWriter(settings.docker_host, settings.docker_api_version)   # request greenlets' writes
+        self.audit = AuditLog(self.cache)
         self.store = Persister(self.cache, store_path(settings.data_dir)) if settings.persistence else None
         self.started_at = time.time()
         self._running = False
@@ -70,6 +74,7 @@ class Runtime:
         if self.store is not None:
             self.store.stop()              # after the watcher: every change it made is written
         self.recommendations.stop()
+        self.writer.close()
         log.info("runtime stopped")
 
 

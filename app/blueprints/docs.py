@@ -10,6 +10,7 @@ from flask_smorest import Blueprint
 from app.errors import REGISTRY
 from app.http.feed_docs import FEED_MARKER
 from app.schemas.v1.envelopes import ListArgsV1, ProblemV1
+from app.writes.operations import TIER_NAMES, operation
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROBLEM = "application/problem+json"
@@ -52,3 +53,48 @@ def feed_documented(blp: Blueprint, *, cursor: bool = True) -> Callable[[F], F]:
     ``cursor``, the feed parameters (``before``, ``limit``, ``action``) the operation does not list itself."""
     decorator: Callable[[F], F] = blp.doc(**{FEED_MARKER: {"cursor": cursor}})
     return decorator
+
+
+def write_documented(blp: Blueprint, name: str, *, body: dict[str, Any] | None = None,
+                     returns: Any = None, success: int = 200, description: str = "") -> Callable[[F], F]:
+    """Document a write operation from its row in the operation table: its tier, the request body (a JSON
+    Schema, documented only: the view validates it and answers problems itself), the success answer
+    (``returns``: a schema, or None for 204 only), and every problem a write can answer."""
+    op = operation(name)
+    tier = f"Operations level {int(op.tier)} ({TIER_NAMES[op.tier]}) or higher"
+    codes = {
+        400: "Invalid body (API006, API007, API008, API011) or a rule of the operation (the domain's 4xx codes); "
+             "engine rejected the arguments (ENG003).",
+        403: f"{tier} required (OPS001).",
+        404: "No such object (the kind's not-found code).",
+        409: "Changed by someone else since it was read (the kind's conflict code), in use, name taken, "
+             "or a JSON Patch test failed (API010).",
+        412: "If-Match does not match the object's current ETag (the kind's conflict code); nothing written.",
+        413: "Body larger than 1 MiB (API014).",
+        415: "PATCH with a Content-Type not listed in Accept-Patch (API004).",
+        503: "Engine unavailable (ENG001).",
+    }
+    statuses = [400, 403, 404, 409, 412, 413, 503] + ([415] if op.patch_types else [])
+    docs: dict[str, Any] = {"description": f"{description}\n\n{tier}; Prefer: return=minimal answers "
+                                           f"{'201' if op.create else '204'} without a body.".strip()}
+    if body is not None or op.patch_types:
+        content: dict[str, Any] = {}
+        if op.method in ("PUT", "POST") and body is not None:
+            content["application/json"] = {"schema": body}
+        for media in op.patch_types:
+            content[media] = {"schema": {"type": "array", "items": {"type": "object"}}
+                              if media.endswith("json-patch+json") else (body or {"type": "object"})}
+        docs["requestBody"] = {"required": op.method != "DELETE", "content": content}
+
+    def decorate(view: F) -> F:
+        if returns is not None:
+            view = blp.response(success, returns, description=f"{op.name}: the state after the write, "
+                                                              "read back from the engine.")(view)
+            view = blp.alt_response(204, description="Prefer: return=minimal (Preference-Applied).")(view)
+        else:
+            view = blp.response(204, description=f"{op.name} done.")(view)
+        view = errors(blp, *statuses, codes=codes)(view)
+        decorated: F = blp.doc(**docs)(view)
+        return decorated
+
+    return decorate

@@ -10,12 +10,13 @@ so the cost follows the page size, never the ring's. Shape::
 
 ``changes`` is present on updates only (creates and removes would repeat the whole object; ref_changed
 records carry no objects). ``audit`` is ``{identity, requestId}`` for changes made through this service's
-own write endpoints; there are none yet (writes come in a later issue), so it is always null.
+own write endpoints (``app.writes.audit``), else null.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -92,8 +93,9 @@ def change_summary(change: Change) -> tuple[str, list[diff.Difference]]:
     return summary.related_summary(change.kind), []
 
 
-def entry(change: Change, cache: Cache, base: str) -> Data:
-    """The JSON form of one record (paths under the ``base`` path prefix)."""
+def entry(change: Change, cache: Cache, base: str, audit: Callable[[int], Data | None] | None = None) -> Data:
+    """The JSON form of one record (paths under the ``base`` path prefix); ``audit`` finds the stamp of a
+    change made through this service's write endpoints (``app.writes.audit``)."""
     text, members = described(change)
     body: Data = {
         "@id": base + entry_path(change.seq), "@type": ENTRY_TYPE, "id": change.seq,
@@ -102,5 +104,5 @@ def entry(change: Change, cache: Cache, base: str) -> Data:
         "resource": base + resource_path(change), "summary": text,
     }
     body.update(members)   # shared with the memo: callers must not mutate an entry's changes
-    body["audit"] = None
+    body["audit"] = audit(change.seq) if audit is not None else None
     return body

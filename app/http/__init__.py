@@ -20,6 +20,7 @@ from werkzeug.routing import RequestRedirect
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from app.errors import ProblemError
+from app.http.allow import add_allow
 from app.http.conditional import apply_conditional
 from app.http.exact_names import init_exact_names
 from app.http.feeds import feed_query
@@ -77,10 +78,7 @@ def _finalize(response: Response) -> Response:
             values += [link(target + ".atom" + query, "alternate", ATOM),
                        link(target + ".feed.json" + query, "alternate", FEED_JSON)]
         response.headers["Link"] = ", ".join(values)
-    if request.method in ("GET", "HEAD") and request.url_rule is not None and "Allow" not in response.headers:
-        methods = request.url_rule.methods or set()
-        response.headers["Allow"] = ", ".join(m for m in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
-                                              if m in methods)
+    add_allow(response)
     return apply_conditional(request, response)
 
 

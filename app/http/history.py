@@ -47,7 +47,7 @@ def collection() -> Response:
     wanted, cursor = parse_filter(request.args, targets=True), parse_cursor(request.args)
     chosen = select(runtime.cache.history, wanted, cursor)
     body = envelope(base, request.path, "Collection")
-    body.update(items=[entries.entry(change, runtime.cache, base) for change in chosen.changes],
+    body.update(items=[entries.entry(change, runtime.cache, base, runtime.audit.of) for change in chosen.changes],
                 total=len(chosen.changes), limit=cursor.limit, offset=0)
     next_url = _next_url(base + request.path, chosen)
     if next_url is not None:
@@ -63,7 +63,8 @@ def entry_detail(seq: int) -> Response:
     change = runtime.cache.history.get(seq)
     if change is None:
         raise NotFound(f"No history entry {seq} (never recorded, or older than the ring keeps).")
-    return respond.with_freshness(respond.document(entries.entry(change, runtime.cache, respond.base_path())))
+    body = entries.entry(change, runtime.cache, respond.base_path(), runtime.audit.of)
+    return respond.with_freshness(respond.document(body))
 
 
 def _next_url(path: str, chosen: Selection) -> str | None:
