@@ -1,0 +1,106 @@
+"""``/metrics`` (Prometheus proxy: JSON or a live SSE stream), ``/metrics/status``, ``/metrics/labels``,
+``/metrics/labels/{name}`` and ``/cluster/metrics`` (reference §1.2, §3.6, §4.9). The work is in
+``app.http.metrics`` and ``app.metrics``.
+
+The whole blueprint is exempt from the admission gate: its views wait on Prometheus (up to 30 s), and
+holding the gate through that round-trip would stall every other reader for nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response
+from flask.views import MethodView
+from flask_smorest import Blueprint
+
+from app.blueprints.docs import errors
+from app.http import admission
+from app.http import metrics as views
+from app.http.negotiation import negotiated
+from app.schemas.v1.metrics import (
+    ClusterMetricsV1,
+    LabelsQueryV1,
+    LabelValuesQueryV1,
+    MetricsQueryV1,
+    MetricsStatusV1,
+    PrometheusAnswerV1,
+)
+
+blp = Blueprint("metrics", __name__, description="Prometheus proxy: queries, live stream, labels, status.")
+admission.exempt(blp)
+
+_UPSTREAM = {502: "Prometheus unreachable, timed out, too large an answer (10 MiB) or a non-2xx answer, "
+                  "with Prometheus's message (MTR002).",
+             503: "Prometheus is not configured (MTR001).",
+             500: "Unexpected failure; the request to Prometheus could not be built (MTR007)."}
+_STREAM_DOC: dict[str, Any] = {"responses": {
+    200: {"content": {"text/event-stream": {"schema": {"type": "string", "description": (
+        "Accept: text/event-stream. Events: initial (the range answer over now-range..now at step, verbatim), "
+        "point (an instant answer each step, verbatim), query_error ({error, errorType}); no id lines; "
+        ":keepalive after 15 s of silence")}}}},
+    429: {"description": "Too many metrics streams (MTR005), with Retry-After: 5.",
+            "headers": {"Retry-After": {"schema": {"type": "integer"}, "description": "seconds"}}},
+}}
+
+
+@blp.route("/metrics")
+class Metrics(MethodView):
+    @blp.doc(parameters=[{"in": "query", "schema": MetricsQueryV1}], **_STREAM_DOC)
+    @blp.response(200, PrometheusAnswerV1, description="Prometheus's answer verbatim (instant, or range with "
+                                                        "start and end); or the live stream.")
+    @errors(blp, 400, 429, 502, 503, codes={
+        **_UPSTREAM, 400: "query missing (MTR003); stream step not an integer from 5 to 300 (MTR004).",
+        429: "Too many metrics streams (MTR005); see Retry-After."})
+    @negotiated(sse=views.stream)
+    def get(self) -> Response:
+        return views.query()
+
+
+@blp.route("/metrics/status")
+class MetricsStatus(MethodView):
+    @blp.response(200, MetricsStatusV1, description="Whether Prometheus is configured and reachable, and "
+                                                     "which exporters it scrapes.")
+    @errors(blp)
+    @negotiated()
+    def get(self) -> Response:
+        return views.status()
+
+
+@blp.route("/metrics/labels")
+class MetricsLabels(MethodView):
+    @blp.doc(parameters=[{"in": "query", "schema": LabelsQueryV1}])
+    @blp.response(200, PrometheusAnswerV1, description="Label names, Prometheus's answer verbatim.")
+    @errors(blp, 502, 503, codes=_UPSTREAM)
+    @negotiated()
+    def get(self) -> Response:
+        return views.labels()
+
+
+@blp.route("/metrics/labels/<name>")
+class MetricsLabelValues(MethodView):
+    @blp.doc(parameters=[{"in": "query", "schema": LabelValuesQueryV1}])
+    @blp.response(200, PrometheusAnswerV1, description="Values of one label, Prometheus's answer verbatim.")
+    @errors(blp, 400, 502, 503, codes={**_UPSTREAM, 400: "Label name blank (MTR006)."})
+    @negotiated()
+    def get(self, name: str) -> Response:
+        return views.label_values(name)
+
+
+@blp.route("/metrics/labels/")
+class MetricsLabelUnnamed(MethodView):
+    @blp.response(200, PrometheusAnswerV1, description="Never: the label name is missing.")
+    @errors(blp, 400, codes={400: "Label name missing (MTR006)."})
+    @negotiated()
+    def get(self) -> Response:
+        return views.label_values("")
+
+
+@blp.route("/cluster/metrics")
+class ClusterMetrics(MethodView):
+    @blp.response(200, ClusterMetricsV1, description="CPU, memory and root-disk use over every node-exporter "
+                                                      "target.")
+    @errors(blp, 502, 503, codes=_UPSTREAM)
+    @negotiated()
+    def get(self) -> Response:
+        return views.cluster()
