@@ -10,6 +10,11 @@ def is_meta(path: str) -> bool:
     return path.startswith("/-/")
 
 
+# Cluster-wide reads that are resource paths too (reference §5 readiness gate): 503 before the first sync.
+CLUSTER_READS = frozenset({"/cluster", "/cluster/capacity", "/disk-usage", "/topology", "/topology/networks",
+                           "/topology/placement"})
+
+
 def is_resource(path: str) -> bool:
     first = path.strip("/").split("/", 1)[0]
-    return ResourceKind.from_plural(first) is not None
+    return ResourceKind.from_plural(first) is not None or path.rstrip("/") in CLUSTER_READS
