@@ -53,6 +53,9 @@ class StreamSlots:
     opened: int = 0
     _producers: set[gevent.Greenlet] = field(default_factory=set)
 
+    def __post_init__(self) -> None:
+        _FAMILIES.append(self)
+
     def acquire(self) -> Slot:
         """No yield between the check and the count: the cap holds under any interleaving."""
         if self.open >= self.cap:
@@ -66,6 +69,15 @@ class StreamSlots:
     def shutdown(self) -> None:
         """Worker exit: end every producer (their bodies then end and free their slots)."""
         gevent.killall(list(self._producers), block=False)
+
+
+_FAMILIES: list[StreamSlots] = []
+
+
+def shutdown_live() -> None:
+    """Worker exit: end every live stream of every family (``app.streams.response.shutdown_streams``)."""
+    for slots in _FAMILIES:
+        slots.shutdown()
 
 
 class Slot:

@@ -22,6 +22,7 @@ from gevent import monkey
 from app.cache.store import Cache
 from app.config import Settings
 from app.errors import ProblemError
+from app.http.live import shutdown_live
 from app.runtime import runtime_of
 from app.streams import findings
 from app.streams.client import Client
@@ -57,6 +58,7 @@ def shutdown_streams(app: Flask, settle: float = 0.2) -> None:
     hub: Hub = entry[0]
     sockets = [client.socket() for client in hub.clients()]
     hub.shutdown()
+    shutdown_live()   # log tails and metrics streams: their producers end, so do their bodies
     gevent.sleep(settle)
     for sock in sockets:
         if sock is not None:
