@@ -13,7 +13,7 @@ from pathlib import Path
 
 from flask import Flask
 
-from app.blueprints import cluster, events, history, insight, meta, metrics, service_actions, spa, topology
+from app.blueprints import cluster, events, history, insight, logs, meta, metrics, service_actions, spa, topology
 from app.blueprints.resources import resource_blueprint
 from app.config import Settings, load_settings
 from app.http import init_http
@@ -53,7 +53,7 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
     api = ShoalApi(app)
     app.extensions[API_KEY] = api
     for blueprint in (meta.blp, spa.blp, events.blp, *(resource_blueprint(kind) for kind in ResourceKind),
-                      history.blp, insight.blp, service_actions.blp, metrics.blp, cluster.blp, topology.blp):
+                      history.blp, insight.blp, service_actions.blp, metrics.blp, cluster.blp, topology.blp, logs.blp):
         api.register_blueprint(blueprint)
     wsgi = FormatExtensions(app.wsgi_app)
     app.wsgi_app = BasePath(wsgi, settings.base_path) if settings.base_path else wsgi  # type: ignore[method-assign]
