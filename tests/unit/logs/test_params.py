@@ -26,7 +26,8 @@ def code_of(live: bool = False, **args: str) -> str:
 @pytest.mark.parametrize(("value", "limit"), [(None, DEFAULT_LIMIT), ("20", 20), ("0", DEFAULT_LIMIT),
                                               ("-3", DEFAULT_LIMIT), ("x", DEFAULT_LIMIT), ("99999", MAX_LIMIT)])
 def test_limit(value: str | None, limit: int) -> None:
-    assert query(**({} if value is None else {"limit": value})).limit == limit
+    args = {} if value is None else {"limit": value}
+    assert parse_log_query(args, NOW, live=False).limit == limit
 
 
 def test_engine_tail_is_limit_or_ten_times_it_when_filtering() -> None:
