@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,15 @@ class PrometheusServer:
         response.raise_for_status()
         result: list[dict[str, Any]] = response.json()["data"]["result"]
         return result
+
+    def query_range(self, promql: str, seconds: int, step: int) -> list[list[Any]]:
+        """The values of the first series of a range query over the last ``seconds`` (empty if none)."""
+        end = time.time()
+        response = requests.get(f"{self.url}/api/v1/query_range", timeout=10, params={
+            "query": promql, "start": f"{end - seconds:.3f}", "end": f"{end:.3f}", "step": str(step)})
+        response.raise_for_status()
+        result = response.json()["data"]["result"]
+        return list(result[0]["values"]) if result else []
 
 
 def _binary(name: str) -> str:

@@ -37,8 +37,9 @@ def query() -> Response:
     return _proxied(call)
 
 
-def stream() -> Response:
-    """``GET /metrics`` as SSE: ``initial`` then a ``point`` per step (``app.metrics.stream``)."""
+def stream(*_view: object) -> Response:
+    """``GET /metrics`` as SSE: ``initial`` then a ``point`` per step (``app.metrics.stream``); called by
+    ``negotiated`` with the view's arguments (the MethodView), which it does not need."""
     plan = _checked(lambda: stream_plan(request.args.get))
     client = _client()
     return live_response(metrics_of(current_app).slots, metrics_producer(client, plan))
