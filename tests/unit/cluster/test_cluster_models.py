@@ -101,7 +101,7 @@ def test_capacity_available_is_never_negative(objects: dict[ResourceKind, list[o
 
 def test_stack_summary_counts_members_tasks_and_limits(objects: dict[ResourceKind, list[o.Raw]]) -> None:
     web, db, _ = objects[K.SERVICE]
-    reserve(web, 0.5, 64 * 1024 ** 2, limit=True)   # × 2 replicas
+    reserve(web, 0.5, 64 * 1024 ** 2, limit=True)   # times 2 replicas
     web["UpdateStatus"] = {"State": "updating"}
     db["UpdateStatus"] = {"State": "completed"}
     (row,) = summaries(cache_of(objects))

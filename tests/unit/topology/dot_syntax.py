@@ -5,6 +5,7 @@ quoted strings unescaped as graphviz reads them, or raises ``DotSyntaxError``.""
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -30,7 +31,8 @@ class Parsed:
 def _quoted(text: str, start: int) -> tuple[str, int]:
     """graphviz's lexer: \\" is a quote, \\\\ a kept backslash pair (one backslash when read as a label),
     backslash-newline a continuation; anything else is literal; an unescaped quote ends the string."""
-    out, index = [], start + 1
+    out: list[str] = []
+    index = start + 1
     while index < len(text):
         char = text[index]
         if char == '"':
@@ -165,7 +167,7 @@ class _Parser:
         attributes = self.attr_list()
         if len(chain) == 1 and len(left) == 1:
             self.result.attributes.setdefault(left[0], {}).update(attributes)
-        for first, second in zip(chain, chain[1:], strict=False):
+        for first, second in itertools.pairwise(chain):
             self.result.edges += [(a, b, attributes) for a in first for b in second]
         return members
 

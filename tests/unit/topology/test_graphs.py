@@ -75,7 +75,8 @@ def test_logical_edges_join_services_sharing_an_overlay(synced_cache: Cache) -> 
 
 def test_only_overlay_networks_make_edges(wide: Cache) -> None:
     edges = {(edge.source, edge.target): edge for edge in logical_graph(wide, CTX).edges}
-    pair = tuple(sorted([urn("service", o.SVC_DB), urn("service", SVC_ODD)]))
+    first, second = sorted([urn("service", o.SVC_DB), urn("service", SVC_ODD)])
+    pair = (first, second)
     assert [n["name"] for n in edges[pair].metadata["networks"]] == ['net "two"']   # not the bridge
     assert "aliases" in edges[pair].metadata["networks"][0]   # the odd service's alias from its name
 
