@@ -92,7 +92,7 @@ def engine(docker_host: str) -> docker.APIClient:
 class OpenApiCheck:
     """Checks responses against the document (jsonschema over ``components``, validators cached)."""
 
-    EXTENSIONS = (".feed.json", ".json", ".html", ".atom")
+    EXTENSIONS = (".feed.json", ".json", ".html", ".atom", ".jgf", ".graphml", ".dot")   # the last three: /topology
 
     def __init__(self) -> None:
         self.failures: list[str] = []
