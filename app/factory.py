@@ -14,6 +14,8 @@ from pathlib import Path
 from flask import Flask
 
 from app.blueprints import cluster, events, history, insight, logs, meta, metrics, service_actions, spa, topology
+from app.blueprints.node_writes import blp as node_writes_blp
+from app.blueprints.object_writes import blp as object_writes_blp
 from app.blueprints.resources import resource_blueprint
 from app.config import Settings, load_settings
 from app.http import init_http
@@ -54,6 +56,8 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
     app.extensions[API_KEY] = api
     for blueprint in (meta.blp, spa.blp, events.blp, *(resource_blueprint(kind) for kind in ResourceKind),
                       history.blp, insight.blp, service_actions.blp, metrics.blp, cluster.blp, topology.blp, logs.blp):
+        api.register_blueprint(blueprint)
+    for blueprint in (node_writes_blp, object_writes_blp):   # writes on the resources' own rules
         api.register_blueprint(blueprint)
     wsgi = FormatExtensions(app.wsgi_app)
     app.wsgi_app = BasePath(wsgi, settings.base_path) if settings.base_path else wsgi  # type: ignore[method-assign]

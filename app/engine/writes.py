@@ -149,3 +149,13 @@ class EngineWriter:
 
     def remove_container(self, container_id: str) -> None:
         self.call("DELETE", f"/containers/{container_id}", params={"force": "true"}, expect_json=False)
+
+    def has_container(self, container_id: str) -> bool:
+        """Whether this engine has the container (a task's container lives on its node's engine only)."""
+        try:
+            self.call("GET", f"/containers/{container_id}/json")
+        except WriteFailure as failure:
+            if failure.reason == "not_found":
+                return False
+            raise
+        return True
