@@ -17,6 +17,7 @@ from app.blueprints import cluster, events, history, insight, logs, meta, metric
 from app.blueprints.node_writes import blp as node_writes_blp
 from app.blueprints.object_writes import blp as object_writes_blp
 from app.blueprints.resources import resource_blueprint
+from app.blueprints.service_subresources import blp as service_subresources_blp
 from app.config import Settings, load_settings
 from app.http import init_http
 from app.http.admission import init_admission
@@ -59,6 +60,7 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
         api.register_blueprint(blueprint)
     for blueprint in (node_writes_blp, object_writes_blp):   # writes on the resources' own rules
         api.register_blueprint(blueprint)
+    api.register_blueprint(service_subresources_blp)   # /services/<id>/<sub>: GET, PUT, PATCH
     wsgi = FormatExtensions(app.wsgi_app)
     app.wsgi_app = BasePath(wsgi, settings.base_path) if settings.base_path else wsgi  # type: ignore[method-assign]
     return app
