@@ -284,3 +284,31 @@ def test_an_unreachable_prometheus_is_mtr002(docker_host: str) -> None:
         assert client.get("/cluster/metrics").status_code == 502
     finally:
         runtime.stop()
+
+
+def test_sigterm_ends_open_streams_promptly(docker_host: str, prometheus: PrometheusServer,  # noqa: F811
+                                            tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A worker stop ends the metrics streams (their producers are killed), not gunicorn's graceful timeout."""
+    port = free_port()
+    log_path = tmp_path_factory.mktemp("gunicorn-metrics-stop") / "server.log"
+    base = f"http://127.0.0.1:{port}"
+    proc = launch_gunicorn(gunicorn_env(docker_host, port, SERVICE_PROMETHEUS_URL=prometheus.url,
+                                        SERVICE_DATA_DIR=str(tmp_path_factory.mktemp("state"))), log_path, base)
+    streams = [open_stream(base, query="up", step="300", range="60") for _ in range(3)]
+    try:
+        assert [s.status_code for s in streams] == [200, 200, 200]
+        for stream in streams:
+            assert Events(stream).next(time.monotonic() + 15)[0] == "initial"
+        started = time.monotonic()
+        proc.terminate()
+        try:
+            code = proc.wait(timeout=9)   # gunicorn's graceful timeout is 10 s
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail("gunicorn held its open metrics streams until the graceful timeout", pytrace=False)
+        assert code == 0, log_path.read_text()[-4000:]
+        assert time.monotonic() - started < 5
+        assert "Traceback" not in log_path.read_text(), log_path.read_text()[-4000:]
+    finally:
+        for stream in streams:
+            stream.close()
