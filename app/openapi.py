@@ -47,6 +47,9 @@ def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
     document["servers"] = [{"url": base_path or "/"}]
     document.get("components", {}).get("responses", {}).pop("DEFAULT_ERROR", None)
     for path, operations in document.get("paths", {}).items():
+        for method, other in operations.items():   # writes: flask-smorest's default points at DEFAULT_ERROR
+            if method not in ("get", "parameters") and isinstance(other, dict):
+                other.setdefault("responses", {})["default"] = _DEFAULT_PROBLEM
         operation = operations.get("get")
         if operation is None:
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 pytestmark = pytest.mark.integration
@@ -16,6 +17,9 @@ EXAMPLES_PER_OPERATION = 30
 # A schema-valid string can still be an invalid CEL expression: the documented answer is a 400 FLT problem,
 # so "any schema-valid request is accepted" cannot hold for `filter`. Every other check stays on.
 EXCLUDED = [positive_data_acceptance]
+# The session server has no Prometheus: the metrics proxy answers its documented 503 MTR001 (and 502 MTR002),
+# which the "no server error" check would count as failures. Everything else is checked there too.
+UPSTREAM_PATHS = ("/metrics", "/cluster/metrics")
 
 
 def test_documented_operations_conform(server: str) -> None:
@@ -23,12 +27,13 @@ def test_documented_operations_conform(server: str) -> None:
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 20, "the document should describe every read endpoint"
     for operation in operations:
+        excluded = EXCLUDED + ([not_a_server_error] if operation.path.startswith(UPSTREAM_PATHS) else [])
 
         @given(case=operation.as_strategy())
         @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True, database=None,
                   suppress_health_check=list(HealthCheck))
         def conforms(case: schemathesis.Case) -> None:
             response = case.call(base_url=server, timeout=10)
-            case.validate_response(response, excluded_checks=EXCLUDED)
+            case.validate_response(response, excluded_checks=excluded)  # noqa: B023 (called in this iteration)
 
         conforms()
