@@ -16,8 +16,10 @@ from flask import Flask
 from app.blueprints import cluster, events, history, insight, logs, meta, metrics, service_actions, spa, topology
 from app.blueprints.node_writes import blp as node_writes_blp
 from app.blueprints.object_writes import blp as object_writes_blp
+from app.blueprints.plugins import blp as plugins_blp
 from app.blueprints.resources import resource_blueprint
 from app.blueprints.service_subresources import blp as service_subresources_blp
+from app.blueprints.swarm import blp as swarm_blp
 from app.config import Settings, load_settings
 from app.http import init_http
 from app.http.admission import init_admission
@@ -61,6 +63,8 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
     for blueprint in (node_writes_blp, object_writes_blp):   # writes on the resources' own rules
         api.register_blueprint(blueprint)
     api.register_blueprint(service_subresources_blp)   # /services/<id>/<sub>: GET, PUT, PATCH
+    for blueprint in (swarm_blp, plugins_blp):   # /swarm and /plugins: engine reads and gated writes
+        api.register_blueprint(blueprint)
     wsgi = FormatExtensions(app.wsgi_app)
     app.wsgi_app = BasePath(wsgi, settings.base_path) if settings.base_path else wsgi  # type: ignore[method-assign]
     return app
