@@ -147,6 +147,8 @@ class OpenApiCheck:
         content = response.get("content")
         if status == 304 or method == "HEAD" or not content:
             return
+        if status == 201 and not body and not content_type:   # a create with Prefer: return=minimal
+            return
         mimetype = content_type.split(";", 1)[0].strip().lower()
         if mimetype not in content:
             self.failures.append(f"{where}: Content-Type not documented ({sorted(content)})")

@@ -54,6 +54,15 @@ def _remove(op_name: str, kind: ResourceKind, object_id: str, *, force: bool = F
     return writes.no_content()
 
 
+def _created(location: str, fresh: Entry | None) -> Response:
+    """201 + Location with the detail; with ``return=minimal`` an empty body, which has no Content-Type
+    (``writes.created`` leaves Flask's default ``text/html`` on it)."""
+    response = writes.created(location, lambda: writes.answer_detail(fresh, status=201))
+    if not response.get_data():
+        response.headers.pop("Content-Type", None)
+    return response
+
+
 def _not_used(entry: Entry) -> None:
     """Configs, secrets and networks a service still references cannot go (the engine says the same)."""
     users = current_runtime().cache.services_using(entry.kind, entry.id)
@@ -124,7 +133,7 @@ def _config_routes(kind: ResourceKind) -> None:
             _name_free(kind, body["Name"])
             new_id = writes.engine_write(op, None, None, lambda: writes.writer().create(key, body))
             fresh = writes.read_back(op, kind, new_id)
-            return writes.created(f"/{plural}/{new_id}", lambda: writes.answer_detail(fresh, status=201))
+            return _created(f"/{plural}/{new_id}", fresh)
 
     class Detail(MethodView):
         @admission.exempt
@@ -182,7 +191,7 @@ class Networks(MethodView):
         _name_free(NETWORK, body["Name"])
         new_id = writes.engine_write(op, None, None, lambda: writes.writer().create("network", body))
         fresh = writes.read_back(op, NETWORK, new_id)
-        return writes.created(f"/networks/{new_id}", lambda: writes.answer_detail(fresh, status=201))
+        return _created(f"/networks/{new_id}", fresh)
 
 
 def _removable_network(entry: Entry) -> None:
@@ -229,7 +238,7 @@ class Volumes(MethodView):
             return writes.minimal_or(lambda: writes.answer_detail(writes.read_back(op, VOLUME, name)))
         new_name = writes.engine_write(op, None, None, lambda: writer.create("volume", body)) or name
         fresh = writes.read_back(op, VOLUME, new_name)
-        return writes.created(f"/volumes/{new_name}", lambda: writes.answer_detail(fresh, status=201))
+        return _created(f"/volumes/{new_name}", fresh)
 
 
 @blp.route("/volumes/<name>")
