@@ -41,6 +41,8 @@ def classify(exc: Exception) -> WriteFailure:
             return WriteFailure("out_of_sequence", text)
         if "in use" in lowered or "active endpoints" in lowered or "is referenced" in lowered:
             return WriteFailure("in_use", text)
+        if "code = unimplemented" in lowered:   # a change swarmkit never allows (service mode): a bad argument
+            return WriteFailure("invalid", text)
         if status == 404:
             return WriteFailure("not_found", text)
         if status == 409 or "already exists" in lowered or "name conflicts" in lowered:

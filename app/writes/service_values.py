@@ -148,7 +148,9 @@ _HEALTH_DURATIONS = ("Interval", "Timeout", "StartPeriod", "StartInterval")
 
 
 def get_healthcheck(spec: Spec) -> dict[str, Any] | None:
-    check = container(spec).get("HealthCheck")
+    """The engine writes ``Healthcheck`` (and reads either spelling: its JSON decoding ignores case)."""
+    engine = container(spec)
+    check = engine.get("Healthcheck") or engine.get("HealthCheck")
     return dict(check) if check else None
 
 
@@ -174,7 +176,9 @@ def check_healthcheck(value: Any) -> dict[str, Any] | None:
 
 
 def set_healthcheck(spec: Spec, value: dict[str, Any] | None) -> None:
-    put_or_drop(container_for_write(spec), "HealthCheck", value)
+    holder = container_for_write(spec)
+    holder.pop("HealthCheck", None)
+    put_or_drop(holder, "Healthcheck", value)
 
 
 # ---------------------------------------------------------------------------------------------- placement
