@@ -120,7 +120,7 @@ def file_refs_setter(refs: _FileRefs) -> Callable[[Spec, list[dict[str, Any]]], 
         written = [{"File": files.get((item[refs.id_key], item["fileName"]))
                     or {"Name": item["fileName"], "UID": "0", "GID": "0", "Mode": FILE_MODE},
                     refs.engine_id: item[refs.id_key], refs.engine_name: item[refs.name_key]} for item in value]
-        put_or_drop(holder, refs.member, runtime_refs + written)
+        put_or_drop(holder, refs.member, written + runtime_refs)
     return set_refs
 
 
