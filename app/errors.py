@@ -173,6 +173,8 @@ REGISTRY: dict[str, ErrorDef] = _defs(
      "Send {\"unlockKey\": \"SWMKEY-1-...\"}."),
     ("SWM011", 400, "Invalid token target", "The token rotation target is neither worker nor manager.",
      "Send {\"target\": \"worker\"} or {\"target\": \"manager\"}."),
+    ("SWM012", 409, "Swarm version conflict", "The swarm settings were changed by another client since they were read.",
+     "Re-read /swarm and retry."),
     # PLG: plugin operations
     ("PLG001", 500, "Plugin listing failed", "The container engine failed to list the plugins.",
      "Retry; report it with the Request-Id if it persists."),

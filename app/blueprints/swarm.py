@@ -132,7 +132,7 @@ class RotateToken(MethodView):
     @_not_manager
     @write_documented(blp, "rotate_swarm_token", description=(
         "Rotate the worker or manager join token. 400 SWM011 for another target; 500 SWM006 when the engine "
-        "fails; 409 SWM003 when the swarm changed meanwhile."), body={
+        "fails; 409 SWM012 when the swarm changed meanwhile."), body={
         "type": "object", "required": ["target"], "properties": {"target": {"enum": ["worker", "manager"]}}})
     def post(self) -> Response:
         op = writes.begin("rotate_swarm_token")

@@ -3,7 +3,7 @@
 Why not the cache: the engine emits no swarm events, so the swarm object is read from the engine per
 request (cheap: one local socket round-trip), and every write is based on that fresh read. Each update
 carries the swarm's ``Version.Index``: a change made meanwhile by anyone makes the engine refuse it ("update
-out of sequence"), answered 409 ``SWM003`` — re-read and retry.
+out of sequence"), answered 409 ``SWM012`` — re-read and retry.
 
 Engine calls time out after 5 s (the reference). Failures become problems with the reference's codes
 (§5): not a manager → 501 ``SWM001``; engine unreachable → 503 ``ENG001``; arguments refused → 400
@@ -70,7 +70,7 @@ def problem(failure: WriteFailure, code: str, *, what: str, own_invalid: bool = 
     if failure.reason == "unavailable":
         return ProblemError("ENG001", detail=detail, headers={"Retry-After": "1"})
     if failure.reason == "out_of_sequence":
-        return ProblemError("SWM003", status=409, detail=f"The swarm changed since it was read ({failure.message}); "
+        return ProblemError("SWM012", detail=f"The swarm changed since it was read ({failure.message}); "
                                                           "re-read /swarm and retry.")
     if failure.reason == "invalid":
         return ProblemError(code, status=400, detail=detail) if own_invalid else ProblemError("ENG003", detail=detail)

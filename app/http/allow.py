@@ -31,7 +31,8 @@ def allowed_methods(rule: str, routed: set[str]) -> tuple[list[str], tuple[str, 
     methods: list[str] = []
     patch_types: tuple[str, ...] = ()
     for method in METHOD_ORDER:
-        op = writes.get(method)   # the write may be routed by another blueprint on the same rule
+        op = writes.get("GET" if method == "HEAD" else method)   # HEAD goes with GET (a gated read); a
+        #                                                          write may be routed by another blueprint
         if method not in routed and op is None and not (method == "HEAD" and "GET" in routed):
             continue
         if op is not None and write_refusal(op) is not None:

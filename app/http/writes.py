@@ -58,7 +58,7 @@ _CODES: dict[str, tuple[str, str | None, str | None, str | None]] = {
     "volume": ("VOL002", None, "VOL001", None),
     "stack": ("STK001", None, None, None),
     "plugin": ("PLG004", None, None, None),
-    "swarm": ("SWM002", "SWM003", None, None),
+    "swarm": ("SWM002", "SWM012", None, None),
 }
 _KIND_OF_TARGET = {kind.value: kind for kind in ResourceKind}
 

@@ -146,7 +146,7 @@ def test_ca_node_cert_expiry_at_level_3(apps: dict[int, Any], engine: docker.API
 
 def test_an_update_based_on_a_stale_read_is_409(apps: dict[int, Any], engine: docker.APIClient) -> None:
     """Someone else changes the swarm between Shoal's read and its write: the engine refuses the stale
-    version and Shoal answers 409 SWM003 (nothing of this request is written)."""
+    version and Shoal answers 409 SWM012 (nothing of this request is written)."""
     app = apps[3]
     app.test_client().get("/swarm")
     swarm_engine = app.extensions[swarm_views.ENGINE_KEY]
@@ -164,7 +164,7 @@ def test_an_update_based_on_a_stale_read_is_409(apps: dict[int, Any], engine: do
     finally:
         del swarm_engine.version_and_spec
     assert response.status_code == 409, response.get_json()
-    assert response.get_json()["code"] == "SWM003"
+    assert response.get_json()["code"] == "SWM012"
     assert spec(engine)["Orchestration"]["TaskHistoryRetentionLimit"] != 8
 
 

@@ -88,7 +88,7 @@ def test_an_empty_unlock_key_is_swm009() -> None:
 
 
 @pytest.mark.parametrize(("failure", "code", "status"), [
-    (WriteFailure("out_of_sequence", "update out of sequence"), "SWM003", 409),
+    (WriteFailure("out_of_sequence", "update out of sequence"), "SWM012", 409),
     (WriteFailure("unavailable", "This node is not a swarm manager."), "SWM001", 501),
     (WriteFailure("unavailable", "connection refused"), "ENG001", 503),
     (WriteFailure("invalid", "heartbeat time period cannot be a negative duration"), "ENG003", 400),
@@ -115,4 +115,4 @@ def test_inspect_failures() -> None:
     stale, _ = engine(**{"POST /swarm/update": WriteFailure("out_of_sequence", "rpc error: update out of sequence")})
     with pytest.raises(ProblemError) as caught:
         stale.update(3, {})
-    assert (caught.value.code, caught.value.status) == ("SWM003", 409)
+    assert (caught.value.code, caught.value.status) == ("SWM012", 409)
