@@ -55,12 +55,8 @@ def _remove(op_name: str, kind: ResourceKind, object_id: str, *, force: bool = F
 
 
 def _created(location: str, fresh: Entry | None) -> Response:
-    """201 + Location with the detail; with ``return=minimal`` an empty body, which has no Content-Type
-    (``writes.created`` leaves Flask's default ``text/html`` on it)."""
-    response = writes.created(location, lambda: writes.answer_detail(fresh, status=201))
-    if not response.get_data():
-        response.headers.pop("Content-Type", None)
-    return response
+    """201 + Location with the detail; with ``return=minimal`` an empty body."""
+    return writes.created(location, lambda: writes.answer_detail(fresh, status=201))
 
 
 def _not_used(entry: Entry) -> None:

@@ -257,16 +257,22 @@ def applied(response: Response, *names: str) -> Response:
     return response
 
 
+def empty(status: int = 204) -> Response:
+    """A body-less answer: no Content-Type either (werkzeug would label the nothing as text/html)."""
+    response = Response(status=status)
+    response.headers.pop("Content-Type", None)
+    return response
+
+
 def no_content() -> Response:
-    return Response(status=204)
+    return empty(204)
 
 
 def minimal_or(build: Callable[[], Response], *, status: int = 200, extra_applied: tuple[str, ...] = ()
                ) -> Response:
     """204 + ``Preference-Applied: return=minimal`` when asked, else ``build()``."""
     if preferences().minimal:
-        response = Response(status=204 if status == 200 else status)
-        return applied(response, "return=minimal", *extra_applied)
+        return applied(empty(204 if status == 200 else status), "return=minimal", *extra_applied)
     return applied(build(), *extra_applied)
 
 
@@ -296,7 +302,7 @@ def answer_document(path: str, jsonld_type: str, members: dict[str, Any], *, sta
 def created(location: str, build: Callable[[], Response]) -> Response:
     """201 + ``Location`` (base path included); an empty body with ``return=minimal``."""
     if preferences().minimal:
-        response = applied(Response(status=201), "return=minimal")
+        response = applied(empty(201), "return=minimal")
     else:
         response = build()
         response.status_code = 201
