@@ -325,8 +325,9 @@ def update_versioned(op: Operation, entry: Entry, mutate: Mutate, *, rollback: b
 
     ``mutate`` gets a deep copy of the cached spec (return a new one or change it in place); the engine
     gets it with the cached version index, so a change made meanwhile by anyone makes this one fail with
-    the kind's 409 code. For services, ``Prefer: wait=N`` holds the answer until the rollout settles and
-    adds ``rollout`` to the body. ``answer(entry, rollout)`` builds the body (default: the detail)."""
+    the kind's 409 code (:func:`_update_spec`: a version moved by the engine alone is no conflict). For
+    services, ``Prefer: wait=N`` holds the answer until the rollout settles and adds ``rollout`` to the body.
+    ``answer(entry, rollout)`` builds the body (default: the detail)."""
     kind = entry.kind
     spec = copy.deepcopy(entry.raw.get("Spec") or {})
     before = copy.deepcopy(spec)
@@ -337,8 +338,8 @@ def update_versioned(op: Operation, entry: Entry, mutate: Mutate, *, rollback: b
         raise ValueError(f"{kind.value} objects have no versioned spec")
     engine = writer()
     prefs = preferences()
-    engine_write(op, kind, entry.id, functools.partial(engine.update_spec, kind.value, entry.id, version, new_spec,
-                                                       rollback=rollback))
+    engine_write(op, kind, entry.id, functools.partial(_update_spec, engine, entry, version, before, new_spec,
+                                                       rollback))
     rollout = None
     extra: tuple[str, ...] = ()
     if kind is ResourceKind.SERVICE and prefs.wait is not None:
@@ -348,3 +349,21 @@ def update_versioned(op: Operation, entry: Entry, mutate: Mutate, *, rollback: b
     fresh = read_back(op, kind, entry.id)
     build = answer or (lambda e, r: answer_detail(e, members={"rollout": r} if r else None))
     return minimal_or(lambda: build(fresh, rollout), extra_applied=extra)
+
+
+def _update_spec(engine: EngineWriter, entry: Entry, version: int, read: dict[str, Any], new_spec: dict[str, Any],
+                 rollback: bool) -> None:
+    """The versioned update. The engine also bumps an object's version for changes of its own (a service's
+    rolling-update progress), so an update refused as out of sequence is retried once, with the engine's
+    current version, when the engine's spec is still the one the change was computed from: nobody else
+    changed it. Otherwise (and always under If-Match, which asks for the exact state read) the 409 stands."""
+    try:
+        engine.update_spec(entry.kind.value, entry.id, version, new_spec, rollback=rollback)
+    except WriteFailure as failure:
+        if failure.reason != "out_of_sequence" or request.headers.get("If-Match") is not None:
+            raise
+        current = engine.inspect(entry.kind.value, entry.id)
+        if current.get("Spec") != read:
+            raise
+        fresh_version = int((current.get("Version") or {}).get("Index") or 0)
+        engine.update_spec(entry.kind.value, entry.id, fresh_version, new_spec, rollback=rollback)

@@ -26,6 +26,7 @@ class FakeWriter:
         self.harness = harness
         self.calls: list[tuple[str, Any]] = []
         self.fail: WriteFailure | None = None
+        self.last: dict[str, Any] | None = None
 
     def update_spec(self, kind: str, object_id: str, version: int, spec: dict[str, Any], *,
                     rollback: bool = False) -> None:
@@ -41,10 +42,14 @@ class FakeWriter:
 
     def inspect(self, kind: str, object_id: str) -> dict[str, Any]:
         self.calls.append(("inspect", (kind, object_id)))
+        if self.last is None:   # nothing written yet: the engine holds what the cache holds
+            entry = self.harness.cache.get(ResourceKind(kind), object_id)
+            assert entry is not None
+            return copy.deepcopy(entry.raw)
         return self.last
 
     def service_status(self, service_id: str) -> dict[str, Any]:
-        return {**self.last, "ServiceStatus": {"RunningTasks": 3, "DesiredTasks": 3}}
+        return {**(self.last or {}), "ServiceStatus": {"RunningTasks": 3, "DesiredTasks": 3}}
 
     def close(self) -> None:
         pass
@@ -154,3 +159,35 @@ def test_rollout_judgement() -> None:
     assert _judge({"ServiceStatus": {"RunningTasks": 1, "DesiredTasks": 2}}, False, None) is None
     assert _judge({"ServiceStatus": {"RunningTasks": 2, "DesiredTasks": 2}}, False, None) == "converged"
     assert _judge(None, False, None) == "removed"
+
+
+def test_a_version_moved_by_the_engine_alone_is_retried(level1: tuple[FlaskClient, FakeWriter]) -> None:
+    """The engine bumped the version (rollout progress) but the spec is the one read: the write goes
+    through with the engine's version; with another spec, or under If-Match, the 409 stands."""
+    client, writer = level1
+    harness = writer.harness
+    entry = harness.cache.get(ResourceKind.SERVICE, SVC_WEB)
+    assert entry is not None
+    engine_state = copy.deepcopy(entry.raw)
+    engine_state["Version"] = {"Index": 99}
+    updates: list[int] = []
+
+    def update_spec(kind: str, object_id: str, version: int, spec: dict[str, Any], *, rollback: bool = False) -> None:
+        updates.append(version)
+        if version != engine_state["Version"]["Index"]:
+            raise WriteFailure("out_of_sequence", "update out of sequence")
+        engine_state["Spec"] = spec
+        engine_state["Version"] = {"Index": version + 1}
+        writer.last = copy.deepcopy(engine_state)
+
+    writer.update_spec = update_spec   # type: ignore[method-assign]
+    writer.inspect = lambda kind, object_id: copy.deepcopy(engine_state)   # type: ignore[method-assign]
+    assert client.put(f"/services/{SVC_WEB}/scale", json={"replicas": 4}).status_code == 200
+    assert updates == [20, 99]
+    etag = client.get(f"/services/{SVC_WEB}").headers["ETag"]
+    engine_state["Version"] = {"Index": 200}                         # status moved again
+    response = client.put(f"/services/{SVC_WEB}/scale", json={"replicas": 5}, headers={"If-Match": etag})
+    assert response.status_code == 409 and response.get_json()["code"] == "SVC001"
+    engine_state["Spec"] = {**engine_state["Spec"], "Labels": {"someone": "else"}}   # and the spec
+    response = client.put(f"/services/{SVC_WEB}/scale", json={"replicas": 5})
+    assert response.status_code == 409 and response.get_json()["code"] == "SVC001"
