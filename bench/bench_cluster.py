@@ -4,10 +4,10 @@
 
 In-process, as ``bench/bench_api.py`` section a: the production app with its cache filled directly by
 ``Cache.replace_all`` (no watcher), requests through the Flask test client, so a row is the application's
-own cost (view, JSON, ETag) without sockets. The heap is settled after the fill (``app.heap.settle``, as the
-watcher does after a full sync), so full collections do not walk the cache. Each row: p50, p99 and max over ``--runs`` calls after a
-warm-up; plus, for ``/cluster``, the pure computation (``app.cluster.overview.overview``) alone. Results
-go to ``bench/results/cluster.json``.
+own cost (view, JSON, ETag) without sockets. The heap is settled after the fill (``app.heap.settle``, as
+the watcher does after a full sync), so full collections do not walk the cache. Each row: p50, p99 and max
+over ``--runs`` calls after a warm-up; plus, for ``/cluster``, the pure computation
+(``app.cluster.overview.overview``) alone. Results go to ``bench/results/cluster.json``.
 """
 
 from __future__ import annotations
