@@ -60,6 +60,8 @@ def objects(docker_host: str, apps: dict[int, Flask]) -> Iterator[dict[str, str]
 
 
 def url(op: Operation, ids: dict[str, str]) -> str:
+    if "<" not in op.rule:
+        return op.rule
     return op.rule.replace("<id>", ids[op.target]).replace("<name>", ids[op.target])
 
 
@@ -108,7 +110,7 @@ WRITE_ONLY = {
     "/services/<id>/scale", "/services/<id>/image", "/services/<id>/rollback", "/services/<id>/restart",
     "/nodes/<id>/availability", "/swarm/orchestration", "/swarm/raft", "/swarm/dispatcher", "/swarm/ca",
     "/swarm/encryption", "/swarm/rotate-token", "/swarm/rotate-unlock-key", "/swarm/force-rotate-ca",
-    "/swarm/unlock", "/plugins/privileges", "/plugins/<name>/upgrade", "/plugins/<name>/enable",
+    "/swarm/unlock", "/plugins/<name>/upgrade", "/plugins/<name>/enable",
     "/plugins/<name>/disable", "/plugins/<name>/settings"}
 
 
