@@ -189,7 +189,7 @@ def test_reads_list_the_allowed_methods(client: FlaskClient, path: str, method: 
     assert response.headers["Allow"] == "GET, HEAD"
 
 
-@pytest.mark.parametrize(("method", "path"), [("POST", "/services"), ("DELETE", DETAIL), ("PUT", DETAIL),
+@pytest.mark.parametrize(("method", "path"), [("POST", "/services"), ("DELETE", "/services"), ("PUT", DETAIL),
                                               ("PATCH", "/configs"), ("POST", "/api")])
 def test_a_disallowed_method_is_405_with_allow(client: FlaskClient, method: str, path: str) -> None:
     response = client.open(path, method=method)
