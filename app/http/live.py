@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gevent
-from flask import Response, request
+from flask import Flask, Response, request
 from gevent.queue import Empty, Full, Queue
 
 from app.errors import ProblemError
@@ -51,10 +51,7 @@ class StreamSlots:
     open: int = 0
     refused: int = 0
     opened: int = 0
-    _producers: set[gevent.Greenlet] = field(default_factory=set)
-
-    def __post_init__(self) -> None:
-        _FAMILIES.append(self)
+    _producers: dict[gevent.Greenlet, Any] = field(default_factory=dict)   # producer → client socket
 
     def acquire(self) -> Slot:
         """No yield between the check and the count: the cap holds under any interleaving."""
@@ -66,18 +63,32 @@ class StreamSlots:
         self.opened += 1
         return Slot(self)
 
-    def shutdown(self) -> None:
-        """Worker exit: end every producer (their bodies then end and free their slots)."""
+    def shutdown(self) -> list[Any]:
+        """Worker exit: end every producer (their bodies then end and free their slots); the client sockets,
+        whose read side the caller shuts so the server's keep-alive wait on them ends too."""
+        sockets = [sock for sock in self._producers.values() if sock is not None]
         gevent.killall(list(self._producers), block=False)
+        return sockets
 
 
-_FAMILIES: list[StreamSlots] = []
+_APP_KEY = "shoal.live"
 
 
-def shutdown_live() -> None:
-    """Worker exit: end every live stream of every family (``app.streams.response.shutdown_streams``)."""
-    for slots in _FAMILIES:
-        slots.shutdown()
+def stream_slots(app: Flask, family: str, cap: int, code: str) -> StreamSlots:
+    """The app's slots of one stream family, made on first use and remembered for :func:`shutdown_live`."""
+    families: dict[str, StreamSlots] = app.extensions.setdefault(_APP_KEY, {})
+    if family not in families:
+        families[family] = StreamSlots(family=family, cap=cap, code=code)
+    return families[family]
+
+
+def shutdown_live(app: Flask) -> list[Any]:
+    """Worker exit: end every live stream of every family of ``app`` (``app.streams.response.shutdown_streams``);
+    the client sockets of the streams ended."""
+    sockets: list[Any] = []
+    for slots in list(app.extensions.get(_APP_KEY, {}).values()):
+        sockets += slots.shutdown()
+    return sockets
 
 
 class Slot:
@@ -128,11 +139,11 @@ def live_response(slots: StreamSlots, producer: Producer, *, keepalive: float = 
                 queue.put_nowait(_END)
 
     worker = gevent.spawn(run)
-    slots._producers.add(worker)
+    slots._producers[worker] = client_socket(environ)
 
     def close() -> None:
         worker.kill(block=False)
-        slots._producers.discard(worker)
+        slots._producers.pop(worker, None)
         slot.release()
 
     response = Response(_body(queue, worker, environ, keepalive, first, close), content_type=MEDIA_TYPE,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from flask import Flask, current_app
 
 from app.engine.logs import EngineLogs
-from app.http.live import StreamSlots
+from app.http.live import StreamSlots, stream_slots
 from app.runtime import runtime_of
 
 LOG_STREAM_CAP = 128
@@ -30,7 +30,7 @@ def init_logs(app: Flask) -> LogFacility:
     if isinstance(existing, LogFacility):
         return existing
     settings = runtime_of(app).settings
-    facility = LogFacility(StreamSlots(family="log", cap=LOG_STREAM_CAP, code="LOG001"),
+    facility = LogFacility(stream_slots(app, "log", LOG_STREAM_CAP, "LOG001"),
                            EngineLogs(settings.docker_host, settings.docker_api_version, LOG_STREAM_CAP),
                            settings.sse_keepalive)
     app.extensions[_EXTENSION_KEY] = facility
@@ -39,10 +39,3 @@ def init_logs(app: Flask) -> LogFacility:
 
 def log_facility(app: Flask | None = None) -> LogFacility:
     return init_logs(app or current_app)
-
-
-def shutdown_log_streams(app: Flask) -> None:
-    """Worker exit: end every open log tail (each closes its engine response and frees its slot)."""
-    facility = app.extensions.get(_EXTENSION_KEY)
-    if isinstance(facility, LogFacility):
-        facility.slots.shutdown()

@@ -9,7 +9,7 @@ from typing import Final
 
 from flask import Flask
 
-from app.http.live import StreamSlots
+from app.http.live import StreamSlots, stream_slots
 from app.metrics.upstream import PrometheusClient
 from app.runtime import runtime_of
 
@@ -29,6 +29,6 @@ def metrics_of(app: Flask) -> MetricsProxy:
     if not isinstance(proxy, MetricsProxy):
         url = runtime_of(app).settings.prometheus_url
         proxy = MetricsProxy(PrometheusClient(url) if url else None,
-                             StreamSlots(family="metrics", cap=STREAM_CAP, code="MTR005"))
+                             stream_slots(app, "metrics", STREAM_CAP, "MTR005"))
         app.extensions[EXTENSION_KEY] = proxy
     return proxy

@@ -58,7 +58,7 @@ def shutdown_streams(app: Flask, settle: float = 0.2) -> None:
     hub: Hub = entry[0]
     sockets = [client.socket() for client in hub.clients()]
     hub.shutdown()
-    shutdown_live()   # log tails and metrics streams: their producers end, so do their bodies
+    sockets += shutdown_live(app)   # log tails and metrics streams: their producers end, so do their bodies
     gevent.sleep(settle)
     for sock in sockets:
         if sock is not None:

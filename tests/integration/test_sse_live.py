@@ -18,6 +18,7 @@ import docker
 import gevent
 import httpx
 import pytest
+import requests
 from httpx_sse import connect_sse
 
 from tests.conftest import free_port, gunicorn_env, launch_gunicorn, wait_for
@@ -368,11 +369,13 @@ def test_the_257th_stream_is_refused_and_the_cap_frees_when_clients_leave(sse_se
 
 
 def test_sigterm_ends_open_streams_at_once(docker_host: str, tmp_path: Path) -> None:
-    """A graceful stop does not wait its timeout (10 s) for event streams: they end, the worker exits."""
+    """A graceful stop does not wait its timeout (10 s) for event streams, nor for log tails (their engine
+    streams are closed): they end, the worker exits."""
     proc, base = start_server(docker_host, tmp_path / "server.log")
     opened: list[LiveStream] = []
     try:
-        for path in ("/events", "/services", "/stacks/demo"):
+        ticker = requests.get(f"{base}/services?search=demo_ticker", timeout=10).json()["items"][0]["ID"]
+        for path in ("/events", "/services", "/stacks/demo", f"/services/{ticker}/logs", "/stacks/demo/logs"):
             open_stream(opened, base, path)
         started = time.monotonic()
         proc.terminate()
