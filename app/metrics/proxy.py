@@ -13,7 +13,7 @@ from app.http.live import StreamSlots, stream_slots
 from app.metrics.upstream import PrometheusClient
 from app.runtime import runtime_of
 
-EXTENSION_KEY: Final = "shoal.metrics"
+EXTENSION_KEY: Final = "shoal.metrics_proxy"   # not "shoal.metrics": the self metrics (app.selfmetrics)
 STREAM_CAP: Final = 64
 
 

@@ -93,3 +93,13 @@ def test_an_oversized_answer_is_mtr002(client: FlaskClient, fake_prometheus: Fak
 def test_a_blank_label_name_is_mtr006(client: FlaskClient) -> None:
     assert code_of(client.get("/metrics/labels/")) == "MTR006"
     assert code_of(client.get("/metrics/labels/%20")) == "MTR006"
+
+
+def test_the_proxy_and_the_self_metrics_live_side_by_side(client: FlaskClient,
+                                                          fake_prometheus: FakePrometheus) -> None:
+    """Both keep per-app state in app.extensions: a proxied query must not replace /-/metrics' registry."""
+    fake_prometheus.routes["/prom/api/v1/query"] = json_answer(ANSWER)
+    assert client.get("/metrics?query=up").status_code == 200
+    response = client.get("/-/metrics")
+    assert response.status_code == 200 and b"shoal_" in response.data
+    assert client.get("/metrics?query=up").status_code == 200
