@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from flask import Flask, current_app
 
@@ -86,3 +88,16 @@ def runtime_of(app: Flask) -> Runtime:
 
 def current_runtime() -> Runtime:
     return runtime_of(current_app)
+
+
+T = TypeVar("T")
+
+
+def app_engine(key: str, kind: type[T], make: Callable[[Settings], T]) -> T:
+    """An engine helper of the current app, made on first use (inside the worker, never before gunicorn
+    forks and gevent patches) from the settings, and kept in ``app.extensions`` under ``key``."""
+    engine = current_app.extensions.get(key)
+    if engine is None:
+        engine = current_app.extensions[key] = make(current_runtime().settings)
+    assert isinstance(engine, kind)
+    return engine

@@ -232,6 +232,35 @@ def live_app(docker_host: str) -> Iterator[tuple[object, Runtime]]:
     runtime.stop()
 
 
+@pytest.fixture
+def live_client(live_app: tuple[Any, Runtime]) -> FlaskClient:
+    client: FlaskClient = live_app[0].test_client()
+    return client
+
+
+def running_app(host: str, **overrides: object) -> Iterator[Any]:
+    """For module fixtures: ``yield from running_app(host, operations_level=3)`` gives a synced app and
+    stops its runtime afterwards."""
+    app, runtime = start_runtime_app(host, **overrides)
+    try:
+        yield app
+    finally:
+        runtime.stop()
+
+
+@pytest.fixture(scope="session")
+def dclient(docker_host: str) -> docker.DockerClient:
+    """The docker SDK's high-level client on the lab (creating test objects)."""
+    return docker.DockerClient(base_url=docker_host, version="1.41", timeout=30)
+
+
+def docker_lines(docker_host: str, *args: str) -> list[str]:
+    """The non-blank output lines of a docker CLI command against ``docker_host``."""
+    proc = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "DOCKER_HOST": docker_host}, check=True)
+    return [line for line in proc.stdout.splitlines() if line.strip()]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -275,6 +304,11 @@ def server(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     proc = launch_gunicorn(gunicorn_env(docker_host, port,   # a fresh state store per session
                                         SERVICE_DATA_DIR=str(tmp_path_factory.mktemp("state"))), log_path, base)
     yield base
+    stop_gunicorn(proc, log_path)
+
+
+def stop_gunicorn(proc: subprocess.Popen[bytes], log_path: Path) -> None:
+    """SIGTERM, then: stopped within 20 s, exit status 0, no traceback in its log."""
     proc.terminate()
     try:
         code = proc.wait(timeout=20)

@@ -7,6 +7,7 @@ the reads are one cached object each (the gate's light lane).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from flask import Response, request
@@ -32,6 +33,18 @@ FORCE = {"in": "query", "name": "force", "required": False, "schema": {"type": "
          "description": "true: remove the node even when it is not down (the engine's force)"}
 
 
+def _set_spec_field(op_name: str, node_id: str, field: str, parse: Callable[[Any], str]) -> Response:
+    """Availability and role: one member of the node's spec, from a validated one-member body."""
+    op = writes.begin(op_name)
+    entry = writes.target(op, NODE, node_id)
+    value = parse(writes.json_body())
+
+    def mutate(spec: dict[str, Any]) -> None:
+        spec[field] = value
+
+    return writes.update_versioned(op, entry, mutate)
+
+
 @blp.route("/nodes/<id>/availability")
 class Availability(MethodView):
     @admission.exempt
@@ -40,14 +53,7 @@ class Availability(MethodView):
         "properties": {"availability": {"type": "string", "enum": list(objects.AVAILABILITIES)}}},
         description="Set the node's availability: active, pause (no new tasks) or drain (tasks move away).")
     def put(self, id: str) -> Response:
-        op = writes.begin("update_node_availability")
-        entry = writes.target(op, NODE, id)
-        value = objects.availability(writes.json_body())
-
-        def mutate(spec: dict[str, Any]) -> None:
-            spec["Availability"] = value
-
-        return writes.update_versioned(op, entry, mutate)
+        return _set_spec_field("update_node_availability", id, "Availability", objects.availability)
 
 
 @blp.route("/nodes/<id>/role")
@@ -69,14 +75,7 @@ class Role(MethodView):
         description="Promote the node to manager or demote it to worker (the engine refuses to demote the last "
                     "manager).")
     def put(self, id: str) -> Response:
-        op = writes.begin("update_node_role")
-        entry = writes.target(op, NODE, id)
-        value = objects.role(writes.json_body())
-
-        def mutate(spec: dict[str, Any]) -> None:
-            spec["Role"] = value
-
-        return writes.update_versioned(op, entry, mutate)
+        return _set_spec_field("update_node_role", id, "Role", objects.role)
 
 
 @blp.route("/nodes/<id>/labels")

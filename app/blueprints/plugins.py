@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, current_app, request
+from flask import Response, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -23,7 +23,7 @@ from app.errors import ProblemError
 from app.http import admission, respond, writes
 from app.http.jsonld import envelope
 from app.http.negotiation import negotiated
-from app.runtime import current_runtime
+from app.runtime import app_engine
 from app.schemas.v1.swarm import PluginCollectionV1, PluginV1, PrivilegesV1
 from app.writes.operations import MERGE_PATCH
 
@@ -41,13 +41,8 @@ _PRIVILEGES = {"type": "array", "description": "privileges to grant; default: ev
 
 def plugin_engine() -> PluginEngine:
     """One per app, made on first use (inside the worker)."""
-    engine = current_app.extensions.get(ENGINE_KEY)
-    if engine is None:
-        settings = current_runtime().settings
-        engine = current_app.extensions[ENGINE_KEY] = PluginEngine(
-            EngineCalls(settings.docker_host, settings.docker_api_version))
-    assert isinstance(engine, PluginEngine)
-    return engine
+    return app_engine(ENGINE_KEY, PluginEngine,
+                      lambda settings: PluginEngine(EngineCalls(settings.docker_host, settings.docker_api_version)))
 
 
 def plugin_path(plugin: Raw) -> str:

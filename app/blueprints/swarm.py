@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Response, current_app
+from flask import Response
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -23,7 +23,7 @@ from app.http.conditional import parse_engine_time
 from app.http.jsonld import envelope
 from app.http.negotiation import negotiated
 from app.resources import ResourceKind
-from app.runtime import current_runtime
+from app.runtime import app_engine, current_runtime
 from app.schemas.v1.swarm import SwarmV1, UnlockKeyV1, section_schema
 from app.writes.operations import operation
 
@@ -38,13 +38,8 @@ _not_manager = errors(blp, 501, codes=_ENGINE_ERRORS)
 
 def swarm_engine() -> SwarmEngine:
     """One per app, made on first use (inside the worker), with the reference's 5 s timeout."""
-    engine = current_app.extensions.get(ENGINE_KEY)
-    if engine is None:
-        settings = current_runtime().settings
-        engine = current_app.extensions[ENGINE_KEY] = SwarmEngine(
-            EngineCalls(settings.docker_host, settings.docker_api_version))
-    assert isinstance(engine, SwarmEngine)
-    return engine
+    return app_engine(ENGINE_KEY, SwarmEngine,
+                      lambda settings: SwarmEngine(EngineCalls(settings.docker_host, settings.docker_api_version)))
 
 
 def manager_addr() -> str | None:

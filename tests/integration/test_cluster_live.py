@@ -5,8 +5,6 @@ checked against /api by the integration conftest."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from typing import Any
 
 import docker
@@ -14,7 +12,7 @@ import pytest
 import requests
 from flask.testing import FlaskClient
 
-from tests.conftest import wait_for
+from tests.conftest import docker_lines, wait_for
 
 pytestmark = pytest.mark.integration
 MIB = 1024 ** 2
@@ -22,16 +20,11 @@ DF_TYPES = {"Images": "images", "Containers": "containers", "Local Volumes": "vo
 
 
 @pytest.fixture
-def client(live_app: Any) -> FlaskClient:
-    app, _ = live_app
-    test_client: FlaskClient = app.test_client()
-    return test_client
+def client(live_client: FlaskClient) -> FlaskClient:
+    return live_client
 
 
-def cli(docker_host: str, *args: str) -> list[str]:
-    proc = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "DOCKER_HOST": docker_host}, check=True)
-    return [line for line in proc.stdout.splitlines() if line.strip()]
+cli = docker_lines
 
 
 def get(client: FlaskClient, path: str) -> dict[str, Any]:

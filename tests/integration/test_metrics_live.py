@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.conftest import free_port, gunicorn_env, launch_gunicorn, start_runtime_app, wait_for
+from tests.conftest import free_port, gunicorn_env, launch_gunicorn, start_runtime_app, stop_gunicorn, wait_for
 from tests.prometheus import PrometheusServer, prometheus  # noqa: F401 (the session fixture)
 
 pytestmark = pytest.mark.integration
@@ -35,14 +35,7 @@ def metrics_server(docker_host: str, prometheus: PrometheusServer,  # noqa: F811
                        SERVICE_DATA_DIR=str(tmp_path_factory.mktemp("state")))
     proc = launch_gunicorn(env, log_path, base)
     yield base
-    proc.terminate()
-    try:
-        code = proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        pytest.fail("gunicorn did not stop within 20 s of SIGTERM", pytrace=False)
-    assert code == 0, f"gunicorn exited with {code}:\n{log_path.read_text()[-4000:]}"
-    assert "Traceback" not in log_path.read_text(), log_path.read_text()[-4000:]
+    stop_gunicorn(proc, log_path)
 
 
 def problem(response: requests.Response, status: int, code: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 import docker
 import pytest
 
-from tests.conftest import lab, start_runtime_app, wait_for
+from tests.conftest import lab, running_app, wait_for
 from tests.integration.engine_state import sleeper
 
 pytestmark = pytest.mark.integration
@@ -41,9 +41,7 @@ def mengine(lab_host: str) -> Any:
 
 @pytest.fixture(scope="module")
 def app3(lab_host: str) -> Iterator[Any]:
-    app, runtime = start_runtime_app(lab_host, operations_level=3)
-    yield app
-    runtime.stop()
+    yield from running_app(lab_host, operations_level=3)
 
 
 @pytest.fixture(scope="module")

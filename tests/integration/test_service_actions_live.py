@@ -14,22 +14,15 @@ import docker
 import pytest
 import requests
 
-from tests.conftest import start_runtime_app, wait_for
+from tests.conftest import running_app, wait_for
 from tests.integration.engine_state import sleeper
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def dclient(docker_host: str) -> docker.DockerClient:
-    return docker.DockerClient(base_url=docker_host, version="1.41", timeout=30)
-
-
-@pytest.fixture(scope="module")
 def app3(docker_host: str) -> Iterator[Any]:
-    app, runtime = start_runtime_app(docker_host, operations_level=3)
-    yield app
-    runtime.stop()
+    yield from running_app(docker_host, operations_level=3)
 
 
 @pytest.fixture

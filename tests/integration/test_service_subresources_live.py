@@ -14,7 +14,7 @@ from typing import Any
 import docker
 import pytest
 
-from tests.conftest import start_runtime_app, wait_for
+from tests.conftest import running_app, start_runtime_app, wait_for
 from tests.integration.engine_state import sleeper
 
 pytestmark = pytest.mark.integration
@@ -29,15 +29,8 @@ def unique(prefix: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def dclient(docker_host: str) -> docker.DockerClient:
-    return docker.DockerClient(base_url=docker_host, version="1.41", timeout=30)
-
-
-@pytest.fixture(scope="module")
 def app3(docker_host: str) -> Iterator[Any]:
-    app, runtime = start_runtime_app(docker_host, operations_level=3)
-    yield app
-    runtime.stop()
+    yield from running_app(docker_host, operations_level=3)
 
 
 def cached(app: Any, path: str) -> None:

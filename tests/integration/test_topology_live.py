@@ -6,8 +6,6 @@ response is checked against /api by the integration conftest."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import xml.etree.ElementTree as ET
 from typing import Any
 
@@ -15,7 +13,7 @@ import pytest
 import requests
 from flask.testing import FlaskClient
 
-from tests.conftest import wait_for
+from tests.conftest import docker_lines, wait_for
 from tests.unit.topology.dot_syntax import parse
 
 pytestmark = pytest.mark.integration
@@ -23,16 +21,11 @@ GML = "{http://graphml.graphdrawing.org/xmlns}"
 
 
 @pytest.fixture
-def client(live_app: Any) -> FlaskClient:
-    app, _ = live_app
-    test_client: FlaskClient = app.test_client()
-    return test_client
+def client(live_client: FlaskClient) -> FlaskClient:
+    return live_client
 
 
-def cli(docker_host: str, *args: str) -> list[str]:
-    proc = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "DOCKER_HOST": docker_host}, check=True)
-    return [line for line in proc.stdout.splitlines() if line.strip()]
+cli = docker_lines
 
 
 def graphs(client: FlaskClient) -> dict[str, dict[str, Any]]:
