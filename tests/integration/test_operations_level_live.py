@@ -71,7 +71,7 @@ def versions(engine: docker.APIClient, ids: dict[str, str]) -> dict[str, Any]:
             "config": engine.inspect_config(ids["config"])["Version"]["Index"],
             "secret": engine.inspect_secret(ids["secret"])["Version"]["Index"],
             "swarm": engine.inspect_swarm()["Version"]["Index"],
-            "task": engine.inspect_task(ids["task"])["Version"]["Index"],
+            "task": engine.inspect_task(ids["task"])["Spec"],   # its version moves with its state
             "network": engine.inspect_network(ids["network"])["Id"],
             "volume": engine.inspect_volume(ids["volume"])["Name"]}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -77,10 +78,21 @@ def test_bad_bodies_are_problems_and_write_nothing(app3: Any, service: Any, engi
     assert engine.inspect_service(service.id)["Version"]["Index"] == version
 
 
+def settled_etag(client: Any, service_id: str) -> str:
+    """The detail's ETag once it stops changing (its tasks start after a scale and the detail embeds them)."""
+    def same_twice() -> str | None:
+        first = client.get(f"/services/{service_id}").headers["ETag"]
+        time.sleep(0.5)
+        second = client.get(f"/services/{service_id}").headers["ETag"]
+        return first if first == second else None
+
+    return str(wait_for(same_twice, 20, message="a steady service detail"))
+
+
 def test_if_match_with_a_stale_etag_is_412_and_writes_nothing(app3: Any, service: Any,
                                                              engine: docker.APIClient) -> None:
     client = app3.test_client()
-    etag = client.get(f"/services/{service.id}").headers["ETag"]
+    etag = settled_etag(client, service.id)
     fresh = client.put(f"/services/{service.id}/scale", json={"replicas": 2}, headers={"If-Match": etag})
     assert fresh.status_code == 200
     stale = client.put(f"/services/{service.id}/scale", json={"replicas": 5}, headers={"If-Match": etag})
@@ -88,7 +100,8 @@ def test_if_match_with_a_stale_etag_is_412_and_writes_nothing(app3: Any, service
     assert stale.get_json()["code"] == "SVC001" and stale.get_json()["status"] == 412
     assert replicas(engine, service.id) == 2
     assert client.put(f"/services/{service.id}/scale", json={"replicas": 1},
-                      headers={"If-Match": fresh.headers["ETag"]}).status_code == 200
+                      headers={"If-Match": settled_etag(client, service.id)}).status_code == 200
+    assert replicas(engine, service.id) == 1
 
 
 def test_restart_with_prefer_wait_reports_the_settled_rollout(app3: Any, service: Any,
