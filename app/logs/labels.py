@@ -8,6 +8,7 @@ from typing import Any
 
 from app.cache.entries import dig
 from app.cache.store import Cache
+from app.cooperate import pause
 from app.logs.lines import LogLine
 from app.resources import ResourceKind
 
@@ -32,7 +33,12 @@ class Labeller:
         return line
 
     def label_all(self, lines: Iterable[LogLine]) -> list[LogLine]:
-        return [self.label(line) for line in lines]
+        labelled = []
+        for index, line in enumerate(lines, 1):
+            labelled.append(self.label(line))
+            if index % 2000 == 0:
+                pause()   # a 10,000-line page: yield to the hub between parts
+        return labelled
 
     def _labels_of(self, task_id: str) -> dict[str, Any]:
         labels: dict[str, Any] = {}

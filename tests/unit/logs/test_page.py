@@ -62,3 +62,17 @@ def test_page_members_tool_result_and_text() -> None:
     assert text_body(chosen).decode().splitlines()[0].endswith(" - stdout m1")
     empty = log_page(select([], q()), {})
     assert (empty["oldest"], empty["newest"], empty["lines"]) == (None, None, [])
+
+
+def test_the_encoded_page_is_the_page_as_json_for_any_size() -> None:
+    """The chunked encoder (yields between parts) gives the same bytes as one json.dumps of log_page, also
+    when a message holds the text of the splice marker."""
+    import json
+
+    from app.logs.page import ENCODE_CHUNK, Selection, log_page, log_page_bytes
+    for count in (0, 1, ENCODE_CHUNK, 2 * ENCODE_CHUNK + 3):
+        page = [LogLine(BASE + i, "stdout", '"lines":[] {"a": 1}' if i % 7 == 0 else f"m{i}") for i in range(count)]
+        selection = Selection(page, False, "c")
+        expected = json.dumps(log_page(selection, {"@id": "/x"}), ensure_ascii=False, separators=(",", ":")).encode()
+        assert log_page_bytes(selection, {"@id": "/x"}) == expected
+        assert json.loads(expected)["lines"] == [line.to_json() for line in page]
