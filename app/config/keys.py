@@ -103,9 +103,64 @@ def _log_level(text: str) -> str:
 
 
 def _auth_mode(text: str) -> str:
-    if text.strip().lower() in ("oidc", "tailscale", "cert", "headers"):
-        raise ValueError(f"{text.strip()!r} is not implemented in this version; only none")
-    return _choice("none")(text)
+    if text.strip().lower() == "tailscale":
+        raise ValueError("'tailscale' is not implemented in this version (no tailscaled to test against); "
+                         "use none, headers, oidc or cert")
+    return _choice("none", "headers", "oidc", "cert")(text.strip().lower())
+
+
+def _networks(text: str) -> tuple[str, ...]:
+    """Comma list of IP addresses or CIDRs (``10.0.0.0/8, 127.0.0.1, ::1``), normalised."""
+    found = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            found.append(str(ipaddress.ip_network(part, strict=False)))
+        except ValueError:
+            raise ValueError(f"not an IP address or CIDR: {part!r}") from None
+    return tuple(found)
+
+
+def _text(text: str) -> str | None:
+    value = text.strip()
+    return value or None
+
+
+def _header_name(text: str) -> str | None:
+    value = text.strip()
+    if not value:
+        return None
+    if not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", value):
+        raise ValueError(f"not an HTTP header name: {value!r}")
+    return value
+
+
+def _comma_list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _http_url(text: str) -> str | None:
+    value = text.strip()
+    if not value:
+        return None
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"not an http(s) URL: {value!r}")
+    return value
+
+
+def _hex_key(text: str) -> bytes | None:
+    value = text.strip()
+    if not value:
+        return None
+    try:
+        key = bytes.fromhex(value)
+    except ValueError:
+        raise ValueError("not hexadecimal (value not shown: it is a secret)") from None
+    if len(key) != 32:
+        raise ValueError(f"must be 32 bytes (64 hex digits), not {len(key)} (value not shown: it is a secret)")
+    return key
 
 
 _LISTEN = re.compile(r"(?P<host>\[[^\]]*\]|[^:\[\]]*):(?P<port>[^:]*)")
@@ -277,6 +332,27 @@ KEYS: tuple[Key, ...] = (
     Key("tls_cert", "tls.cert", "SERVICE_TLS_CERT", _readable_file, _STR),
     Key("tls_key", "tls.key", "SERVICE_TLS_KEY", _readable_file, _STR),
     Key("auth_mode", "auth.mode", "SERVICE_AUTH_MODE", _auth_mode, _STR),
+    Key("trusted_proxies", "server.trusted_proxies", "SERVICE_TRUSTED_PROXIES", _networks, _STR),
+    Key("oidc_issuer", "auth.oidc.issuer", "SERVICE_AUTH_OIDC_ISSUER", _http_url, _STR),
+    Key("oidc_client_id", "auth.oidc.client_id", "SERVICE_AUTH_OIDC_CLIENT_ID", _text, _STR),
+    Key("oidc_client_secret", "auth.oidc.client_secret", "SERVICE_AUTH_OIDC_CLIENT_SECRET", _text, _STR),
+    Key("oidc_redirect_url", "auth.oidc.redirect_url", "SERVICE_AUTH_OIDC_REDIRECT_URL", _http_url, _STR),
+    Key("oidc_scopes", "auth.oidc.scopes", "SERVICE_AUTH_OIDC_SCOPES", _comma_list, _STR),
+    Key("oidc_session_key", "auth.oidc.session_key", "SERVICE_AUTH_OIDC_SESSION_KEY", _hex_key, _STR),
+    Key("cert_ca", "auth.cert.ca", "SERVICE_AUTH_CERT_CA", _readable_file, _STR),
+    Key("headers_subject", "auth.headers.subject", "SERVICE_AUTH_HEADERS_SUBJECT", _header_name, _STR),
+    Key("headers_name", "auth.headers.name", "SERVICE_AUTH_HEADERS_NAME", _header_name, _STR),
+    Key("headers_email", "auth.headers.email", "SERVICE_AUTH_HEADERS_EMAIL", _header_name, _STR),
+    Key("headers_groups", "auth.headers.groups", "SERVICE_AUTH_HEADERS_GROUPS", _header_name, _STR),
+    Key("headers_secret_header", "auth.headers.secret_header", "SERVICE_AUTH_HEADERS_SECRET_HEADER", _header_name,
+        _STR),
+    Key("headers_secret_value", "auth.headers.secret_value", "SERVICE_AUTH_HEADERS_SECRET_VALUE", _text, _STR),
+    Key("headers_trusted_proxies", "auth.headers.trusted_proxies", "SERVICE_AUTH_HEADERS_TRUSTED_PROXIES",
+        _networks, _STR),
+    Key("acl_policy", "acl.policy", "SERVICE_ACL_POLICY", _text, _STR),
+    Key("acl_policy_file", "acl.policy_file", "SERVICE_ACL_POLICY_FILE", _text, _STR),
+    Key("acl_oidc_claim", "acl.oidc_claim", "SERVICE_AUTH_OIDC_ACL_CLAIM", _text, _STR),
+    Key("acl_headers_acl", "acl.headers_acl", "SERVICE_AUTH_HEADERS_ACL", _header_name, _STR),
     Key("task_poll_interval", "watcher.task_poll_interval", "SERVICE_WATCHER_TASK_POLL_INTERVAL",
         _positive_duration, _DURATION),
     Key("resync_interval", "watcher.resync_interval", "SERVICE_WATCHER_RESYNC_INTERVAL", _positive_duration,
@@ -289,12 +365,11 @@ KEYS: tuple[Key, ...] = (
 )
 
 # Keys of the reference (§6) that this version recognises but does not implement (fnmatch patterns).
-PENDING_TOML = ("server.pprof", "server.trusted_proxies", "server.cors.*",
-                 "auth.oidc.*", "auth.tailscale.*", "auth.cert.*", "auth.headers.*", "acl.*",
+PENDING_TOML = ("server.pprof", "server.cors.*", "auth.tailscale.*", "acl.labels", "acl.tailscale_capability",
                  "sizing.*", "mcp.*")
-PENDING_ENV = ("SERVICE_PPROF", "SERVICE_TRUSTED_PROXIES", "SERVICE_CORS_ORIGINS",
-                "SERVICE_AUTH_OIDC_*", "SERVICE_AUTH_TAILSCALE_*",
-                "SERVICE_AUTH_CERT_*", "SERVICE_AUTH_HEADERS_*", "SERVICE_ACL_*", "SERVICE_SIZING_*",
-                "SERVICE_MCP*")
+PENDING_ENV = ("SERVICE_PPROF", "SERVICE_CORS_ORIGINS", "SERVICE_AUTH_TAILSCALE_*", "SERVICE_ACL_LABELS",
+                "SERVICE_SIZING_*", "SERVICE_MCP*")
+# Keys whose values are secrets: a bad value is never echoed in an error or a log.
+SECRET_FIELDS = frozenset({"oidc_client_secret", "oidc_session_key", "headers_secret_value"})
 KNOWN_TOML = frozenset(key.toml for key in KEYS)
 KNOWN_ENV = frozenset({"SERVICE_CONFIG"} | {key.env for key in KEYS} | {key.env + "_FILE" for key in KEYS})

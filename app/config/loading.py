@@ -21,8 +21,9 @@ from dataclasses import fields
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from app.config.keys import KEYS, KNOWN_ENV, KNOWN_TOML, PENDING_ENV, PENDING_TOML, Key, docker_host_uri
+from app.config.keys import KEYS, KNOWN_ENV, KNOWN_TOML, PENDING_ENV, PENDING_TOML, SECRET_FIELDS, Key, docker_host_uri
 from app.config.settings import PRODUCT, ConfigError, ListenAddress, LoadReport, Settings
 
 if TYPE_CHECKING:
@@ -130,7 +131,8 @@ def _resolve(key: Key, document: Mapping[str, Any], environ: Mapping[str, str], 
     try:
         return True, key.parse(text)
     except ValueError as exc:
-        raise ConfigError(f"{origin} ({key.toml} / {key.env}): {exc}") from None
+        reason = "invalid value (not shown: it is a secret)" if key.field in SECRET_FIELDS else str(exc)
+        raise ConfigError(f"{origin} ({key.toml} / {key.env}): {reason}") from None
 
 
 def _default_docker_host(environ: Mapping[str, str]) -> str | None:
@@ -162,6 +164,42 @@ def _check_tls(cert: str | None, key: str | None) -> None:
         tls_context(cert, key)
     except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
         raise ConfigError(f"{names}: not a matching PEM certificate and private key ({exc})") from None
+
+
+# --------------------------------------------------------------------------- auth
+def _require(values: Mapping[str, Any], mode: str, *fields_: str) -> None:
+    from app.config.keys import KEYS as keys
+    names = {key.field: f"{key.toml} / {key.env}" for key in keys}
+    missing = [names[f] for f in fields_ if values.get(f) in (None, "", ())]
+    if missing:
+        raise ConfigError(f"auth.mode = {mode} needs {', '.join(missing)}")
+
+
+def _check_auth(values: dict[str, Any]) -> None:
+    """What each mode needs; ``auth.headers.trusted_proxies`` (deprecated) adds to ``server.trusted_proxies``."""
+    alias = values.pop("headers_trusted_proxies", ())
+    if alias:
+        values["trusted_proxies"] = tuple(dict.fromkeys((*values.get("trusted_proxies", ()), *alias)))
+    mode = values.get("auth_mode", "none")
+    if (values.get("headers_secret_header") is None) != (values.get("headers_secret_value") is None):
+        raise ConfigError("auth.headers.secret_header / SERVICE_AUTH_HEADERS_SECRET_HEADER and "
+                          "auth.headers.secret_value / SERVICE_AUTH_HEADERS_SECRET_VALUE: set both or neither")
+    if values.get("acl_policy") and values.get("acl_policy_file"):
+        log.warning("acl.policy and acl.policy_file are both set: the inline policy wins (the file is ignored)")
+    if mode == "headers":
+        _require(values, mode, "headers_subject")
+        if not values.get("trusted_proxies") and not values.get("headers_secret_header"):
+            raise ConfigError("auth.mode = headers needs server.trusted_proxies / SERVICE_TRUSTED_PROXIES (the "
+                              "proxy's addresses), or a shared secret (auth.headers.secret_header and "
+                              "secret_value), or both: otherwise anyone could send the identity headers")
+    elif mode == "oidc":
+        _require(values, mode, "oidc_issuer", "oidc_client_id", "oidc_client_secret", "oidc_redirect_url")
+        redirect = urlsplit(values["oidc_redirect_url"])
+        if redirect.scheme != "https" and redirect.hostname not in ("localhost", "127.0.0.1", "::1"):
+            raise ConfigError("auth.oidc.redirect_url / SERVICE_AUTH_OIDC_REDIRECT_URL: must be https unless the "
+                              "host is loopback")
+    elif mode == "cert":
+        _require(values, mode, "cert_ca", "tls_cert", "tls_key")
 
 
 # --------------------------------------------------------------------------- loading
@@ -203,6 +241,7 @@ def load_settings(environ: Mapping[str, str] | None = None, config_path: str | N
     if "docker_host" not in values and (default_host := _default_docker_host(environ)) is not None:
         values["docker_host"] = default_host
     _check_tls(values.get("tls_cert"), values.get("tls_key"))
+    _check_auth(values)
     return Settings(**values, report=_report(path, document, environ))
 
 

@@ -62,7 +62,26 @@ class Settings:
     log_format: str = "json"
     tls_cert: str | None = None
     tls_key: str | None = None
-    auth_mode: str = "none"
+    auth_mode: str = "none"             # none, headers, oidc, cert (app.auth)
+    trusted_proxies: tuple[str, ...] = ()   # CIDRs whose X-Forwarded-For is trusted; required for headers
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: str | None = field(default=None, repr=False)
+    oidc_redirect_url: str | None = None
+    oidc_scopes: tuple[str, ...] = ("openid", "profile", "email")
+    oidc_session_key: bytes | None = field(default=None, repr=False)   # None: random per start
+    cert_ca: str | None = None
+    headers_subject: str | None = None
+    headers_name: str | None = None
+    headers_email: str | None = None
+    headers_groups: str | None = None
+    headers_secret_header: str | None = None
+    headers_secret_value: str | None = field(default=None, repr=False)
+    headers_trusted_proxies: tuple[str, ...] = ()   # deprecated alias of trusted_proxies
+    acl_policy: str | None = None       # inline policy text (JSON, YAML or TOML); wins over the file
+    acl_policy_file: str | None = None  # hot-reloaded
+    acl_oidc_claim: str | None = None   # OIDC claim holding per-user grants (JSON array)
+    acl_headers_acl: str | None = None  # proxy header holding per-user grants (JSON array)
     task_poll_interval: float = 1.0
     resync_interval: float = 300.0
     history_size: int = 10_000

@@ -307,7 +307,11 @@ def test_a_tls_pair_that_does_not_load_fails_at_start(tls_pair: tuple[str, str],
     ({"SERVICE_LOG_FORMAT": "xml"}, "logging.format", "SERVICE_LOG_FORMAT"),
     ({"SERVICE_LOG_LEVEL": "loud"}, "logging.level", "SERVICE_LOG_LEVEL"),
     ({"SERVICE_AUTH_MODE": "magic"}, "auth.mode", "SERVICE_AUTH_MODE"),
-    ({"SERVICE_AUTH_MODE": "oidc"}, "auth.mode", "SERVICE_AUTH_MODE"),
+    ({"SERVICE_AUTH_MODE": "tailscale"}, "auth.mode", "SERVICE_AUTH_MODE"),
+    ({"SERVICE_TRUSTED_PROXIES": "10.0.0.0/8, nope"}, "server.trusted_proxies", "SERVICE_TRUSTED_PROXIES"),
+    ({"SERVICE_AUTH_OIDC_ISSUER": "ftp://id"}, "auth.oidc.issuer", "SERVICE_AUTH_OIDC_ISSUER"),
+    ({"SERVICE_AUTH_HEADERS_SUBJECT": "X User"}, "auth.headers.subject", "SERVICE_AUTH_HEADERS_SUBJECT"),
+    ({"SERVICE_AUTH_CERT_CA": "/nonexistent/ca.pem"}, "auth.cert.ca", "SERVICE_AUTH_CERT_CA"),
     ({"SERVICE_HISTORY_SIZE": "10"}, "server.history_size", "SERVICE_HISTORY_SIZE"),
     ({"SERVICE_HISTORY_MAX_BYTES": "1000"}, "server.history_max_bytes", "SERVICE_HISTORY_MAX_BYTES"),
     ({"SERVICE_HISTORY_MAX_BYTES": "65GiB"}, "server.history_max_bytes", "SERVICE_HISTORY_MAX_BYTES"),
@@ -484,17 +488,10 @@ def test_keys_of_the_reference_not_built_yet_are_reported_as_not_implemented(tmp
     path = write(tmp_path, """
 [server]
 pprof = true
-trusted_proxies = ["10.0.0.0/8"]
 [server.cors]
 origins = "*"
-[auth.oidc]
-issuer = "https://id.example"
 [auth.tailscale]
 mode = "local"
-[auth.cert]
-ca = "/ca.pem"
-[auth.headers]
-subject = "X-User"
 [acl]
 labels = true
 [sizing.thresholds]
@@ -503,16 +500,48 @@ at_limit = 0.9
 enabled = true
 """)
     environ = {name: "x" for name in (
-        "SERVICE_PPROF", "SERVICE_TRUSTED_PROXIES", "SERVICE_CORS_ORIGINS",
-        "SERVICE_AUTH_OIDC_ISSUER", "SERVICE_AUTH_OIDC_CLIENT_SECRET_FILE",
-        "SERVICE_AUTH_TAILSCALE_AUTHKEY", "SERVICE_AUTH_CERT_CA", "SERVICE_AUTH_HEADERS_SUBJECT",
-        "SERVICE_ACL_POLICY", "SERVICE_SIZING_LOOKBACK", "SERVICE_MCP_ENABLED", "SERVICE_PPROF_FILE")}
+        "SERVICE_PPROF", "SERVICE_CORS_ORIGINS", "SERVICE_AUTH_TAILSCALE_AUTHKEY", "SERVICE_ACL_LABELS",
+        "SERVICE_SIZING_LOOKBACK", "SERVICE_MCP_ENABLED", "SERVICE_PPROF_FILE")}
     report = load_settings(environ, path).report
     assert report.unknown == ()
     assert set(report.not_implemented) == set(environ) | {
-        "server.pprof", "server.trusted_proxies", "server.cors.origins",
-        "auth.oidc.issuer", "auth.tailscale.mode", "auth.cert.ca", "auth.headers.subject",
-        "acl.labels", "sizing.thresholds.at_limit", "mcp.enabled"}
+        "server.pprof", "server.cors.origins", "auth.tailscale.mode", "acl.labels", "sizing.thresholds.at_limit",
+        "mcp.enabled"}
+
+
+def test_auth_keys_are_read_and_checked_per_mode(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("s3cr3t\n")
+    settings = load_settings({
+        "SERVICE_AUTH_MODE": "headers", "SERVICE_AUTH_HEADERS_SUBJECT": "X-Forwarded-User",
+        "SERVICE_AUTH_HEADERS_GROUPS": "X-Forwarded-Groups", "SERVICE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8",
+        "SERVICE_AUTH_HEADERS_TRUSTED_PROXIES": "::1", "SERVICE_AUTH_HEADERS_SECRET_HEADER": "X-Proxy-Secret",
+        "SERVICE_AUTH_HEADERS_SECRET_VALUE_FILE": str(secret)})
+    assert settings.auth_mode == "headers" and settings.headers_subject == "X-Forwarded-User"
+    assert settings.trusted_proxies == ("127.0.0.1/32", "10.0.0.0/8", "::1/128")
+    assert settings.headers_secret_value == "s3cr3t" and "s3cr3t" not in repr(settings)
+    with pytest.raises(config.ConfigError, match=r"auth\.headers\.subject"):
+        load_settings({"SERVICE_AUTH_MODE": "headers", "SERVICE_TRUSTED_PROXIES": "127.0.0.1"})
+    with pytest.raises(config.ConfigError, match="trusted_proxies"):
+        load_settings({"SERVICE_AUTH_MODE": "headers", "SERVICE_AUTH_HEADERS_SUBJECT": "X-User"})
+    with pytest.raises(config.ConfigError, match="client_secret"):
+        load_settings({"SERVICE_AUTH_MODE": "oidc", "SERVICE_AUTH_OIDC_ISSUER": "https://id.example",
+                       "SERVICE_AUTH_OIDC_CLIENT_ID": "shoal",
+                       "SERVICE_AUTH_OIDC_REDIRECT_URL": "https://shoal.example/auth/callback"})
+    with pytest.raises(config.ConfigError, match="https unless"):
+        load_settings({"SERVICE_AUTH_MODE": "oidc", "SERVICE_AUTH_OIDC_ISSUER": "https://id.example",
+                       "SERVICE_AUTH_OIDC_CLIENT_ID": "shoal", "SERVICE_AUTH_OIDC_CLIENT_SECRET": "x",
+                       "SERVICE_AUTH_OIDC_REDIRECT_URL": "http://shoal.example/auth/callback"})
+    with pytest.raises(config.ConfigError, match=r"tls\.cert"):
+        load_settings({"SERVICE_AUTH_MODE": "cert", "SERVICE_AUTH_CERT_CA": str(secret)})
+
+
+def test_a_bad_secret_is_never_echoed(tmp_path: Path) -> None:
+    key = tmp_path / "key"
+    key.write_text("zz-not-hex-topsecret")
+    with pytest.raises(config.ConfigError) as raised:
+        load_settings({"SERVICE_AUTH_OIDC_SESSION_KEY_FILE": str(key)})
+    assert "topsecret" not in str(raised.value) and "auth.oidc.session_key" in str(raised.value)
 
 
 def test_the_report_is_logged_as_warnings(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
