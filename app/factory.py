@@ -23,6 +23,7 @@ from app.blueprints.swarm import blp as swarm_blp
 from app.config import Settings, load_settings
 from app.http import init_http
 from app.http.admission import init_admission
+from app.http.auth import init_auth
 from app.http.formats import FormatExtensions
 from app.http.mount import BasePath
 from app.http.security import init_security
@@ -52,6 +53,7 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
     app.extensions[EXTENSION_KEY] = runtime = Runtime(settings)
     init_streams(app, runtime.cache, settings)
     init_http(app)
+    init_auth(app)        # before the admission gate: a request is authenticated before it queues
     init_security(app, tls=settings.tls_enabled)
     init_self_metrics(app)
     init_admission(app)   # after the other hooks; its WSGI layer innermost (app.http.admission)

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from flask import Flask, current_app
 
+from app.acl.source import PolicySource
 from app.cache.store import Cache
 from app.config import Settings
 from app.engine.client import DockerEngine, EngineClient
@@ -39,6 +40,7 @@ class Runtime:
             debounce=settings.recommendations_debounce))
         self.writer = EngineWriter(settings.docker_host, settings.docker_api_version)   # request greenlets' writes
         self.audit = AuditLog(self.cache)
+        self.policy = PolicySource(settings)   # the ACL policy (None without one); hot-reloaded from its file
         self.store = Persister(self.cache, store_path(settings.data_dir)) if settings.persistence else None
         self.started_at = time.time()
         self._running = False
@@ -61,6 +63,7 @@ class Runtime:
         if self._running:
             return
         log.info("runtime starting", extra={"docker_host": self.settings.docker_host})
+        self.policy.start()
         if self.store is not None:
             self.store.start()             # restores the cache before anything reads or writes it
         if self.settings.recommendations:
@@ -77,6 +80,7 @@ class Runtime:
             self.store.stop()              # after the watcher: every change it made is written
         self.recommendations.stop()
         self.writer.close()
+        self.policy.stop()
         log.info("runtime stopped")
 
 
