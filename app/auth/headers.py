@@ -1,0 +1,216 @@
+"""Mode ``headers``: the identity a trusted reverse proxy puts in request headers (reference §6 "Modes").
+
+Anyone can send ``X-Forwarded-User``; what makes the header worth believing is who sent it. A request is
+believed only when its TCP peer (the WSGI ``REMOTE_ADDR``: under gunicorn the socket's peer, never a
+forwarded address) falls in ``server.trusted_proxies`` when that list is set, and carries the shared secret
+header when one is configured; with both configured both must hold. Anything else is 401 ``AUT001`` and
+its identity headers are neither used nor logged.
+
+``X-Forwarded-For`` plays no part in the trust decision; it only names the client in the refusal log of a
+request that came through a trusted proxy.
+
+The 401 challenge: no standard scheme describes "come through the proxy", and RFC 9110 §11.6.1 asks every
+401 to carry at least one challenge, so the mode answers ``WWW-Authenticate: Proxy realm="shoal"``. Clients
+ignore a scheme they do not know (a browser shows the problem page, no password dialog: a ``Basic``
+challenge would make it send a password this mode never reads); the proxy's own challenge, e.g. nginx's
+``auth_basic``, is what users meet first.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+from typing import Any, NoReturn
+
+from flask import Flask, Request
+
+from app.acl.policy import PolicyError, parse_permissions, parse_resource
+from app.auth.identity import AuthenticationFailed, Identity, ProviderGrant
+from app.config import Settings
+
+log = logging.getLogger(__name__)
+
+CHALLENGE = 'Proxy realm="shoal"'
+MAX_SUBJECT = 256          # reference §6: the subject header holds at most 256 characters
+MAX_VALUE = 1024           # name, email, one group: longer values are dropped, not truncated
+MAX_FORWARDED_HOPS = 32    # X-Forwarded-For entries looked at (logging only)
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def parse_address(text: str | None) -> Address | None:
+    """An IP address (IPv4-mapped IPv6 as IPv4, so ``::ffff:127.0.0.1`` matches ``127.0.0.1/32``), or None
+    for anything else (a unix socket peer, garbage)."""
+    if not text:
+        return None
+    try:
+        address = ipaddress.ip_address(text.strip())
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def header_text(value: str) -> str:
+    """A WSGI header value (latin-1 decoded bytes) as the UTF-8 text proxies send for non-ASCII names."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return value
+
+
+def _clean(value: str | None, limit: int) -> str | None:
+    """Trimmed, printable and at most ``limit`` characters, else None."""
+    if value is None:
+        return None
+    text = header_text(value).strip()
+    if not text or len(text) > limit or not text.isprintable():
+        return None
+    return text
+
+
+def parse_groups(value: str | None) -> tuple[str, ...]:
+    """Comma-separated groups, trimmed; empty, unprintable or over-long ones dropped, duplicates once."""
+    if not value:
+        return ()
+    groups = (_clean(part, MAX_VALUE) for part in header_text(value).split(","))
+    return tuple(dict.fromkeys(group for group in groups if group))
+
+
+def parse_grants(value: str | None, header: str) -> tuple[ProviderGrant, ...]:
+    """The provider grants header (reference §7.3): a JSON array of ``{resources, permissions}``; entries
+    the policy grammar refuses are dropped one by one. A value that is not a JSON array gives no grants and
+    a warning that names the header, never the value."""
+    if value is None or not value.strip():
+        return ()
+    try:
+        document = json.loads(header_text(value))
+    except ValueError:
+        document = None
+    if not isinstance(document, list):
+        log.warning("provider grants header %s is not a JSON array: ignored (no grants)", header,
+                    extra={"header": header})
+        return ()
+    grants = []
+    for entry in document:
+        grant = _grant(entry)
+        if grant is not None:
+            grants.append(grant)
+    if len(grants) < len(document):
+        log.info("provider grants header %s: %d invalid entries dropped", header, len(document) - len(grants),
+                 extra={"header": header, "dropped": len(document) - len(grants)})
+    return tuple(grants)
+
+
+def _grant(entry: Any) -> ProviderGrant | None:
+    if not isinstance(entry, dict):
+        return None
+    resources = entry.get("resources")
+    if not isinstance(resources, list) or not resources:
+        return None
+    try:
+        patterns = [parse_resource(resource, "provider grant") for resource in resources]
+        permissions = parse_permissions(entry.get("permissions"), "provider grant")
+    except PolicyError:
+        return None
+    names = tuple("*" if p.type == "*" and p.glob == "*" else f"{p.type}:{p.glob}" for p in patterns)
+    return ProviderGrant(names, permissions)
+
+
+class HeadersProvider:
+    """Believes the identity headers of requests from a trusted proxy (and/or with the shared secret)."""
+
+    mode = "headers"
+
+    def __init__(self, settings: Settings) -> None:
+        if not settings.headers_subject:
+            raise ValueError("auth.mode = headers needs auth.headers.subject")
+        self.networks: tuple[Network, ...] = tuple(ipaddress.ip_network(cidr, strict=False)
+                                                   for cidr in settings.trusted_proxies)
+        self.subject = settings.headers_subject
+        self.name = settings.headers_name
+        self.email = settings.headers_email
+        self.groups = settings.headers_groups
+        self.grants_header = settings.acl_headers_acl
+        self.secret_header = settings.headers_secret_header
+        self._secret = (settings.headers_secret_value.encode("utf-8")
+                        if settings.headers_secret_header and settings.headers_secret_value else None)
+        identity_headers = (self.subject, self.name, self.email, self.groups, self.grants_header)
+        secret = (self.secret_header or "").lower()
+        self.raw_headers = tuple(dict.fromkeys(h for h in identity_headers if h and h.lower() != secret))
+
+    def init_app(self, app: Flask) -> None:
+        return None
+
+    # ------------------------------------------------------------------ trust
+    def trusted_address(self, address: Address | None) -> bool:
+        """In ``server.trusted_proxies``; any peer when the list is empty (the secret alone decides)."""
+        if not self.networks:
+            return True
+        if address is None:
+            return False
+        return any(address.version == net.version and address in net for net in self.networks)
+
+    def secret_matches(self, request: Request) -> bool:
+        if self._secret is None:
+            return True
+        sent = request.headers.get(self.secret_header or "")
+        if sent is None:
+            return False
+        try:
+            given = sent.encode("latin-1")
+        except UnicodeEncodeError:
+            return False
+        return hmac.compare_digest(given, self._secret)
+
+    def forwarded_client(self, request: Request) -> str | None:
+        """The client a trusted proxy reports in ``X-Forwarded-For``: the right-most address that is not
+        itself a trusted proxy. For logs only; call it only once the peer is trusted."""
+        hops = request.headers.get("X-Forwarded-For", "").split(",")[-MAX_FORWARDED_HOPS:]
+        for hop in reversed(hops):
+            address = parse_address(hop)
+            if address is None:
+                return None
+            if not (self.networks and self.trusted_address(address)):
+                return str(address)
+        return None
+
+    # ------------------------------------------------------------------ identity
+    def authenticate(self, request: Request) -> Identity:
+        peer = request.environ.get("REMOTE_ADDR")
+        if not self.trusted_address(parse_address(peer)):
+            self._refuse("not from a trusted proxy", peer)
+        if not self.secret_matches(request):
+            self._refuse("the proxy's shared secret header is missing or wrong", peer)
+        raw_subject = request.headers.get(self.subject)
+        subject = _clean(raw_subject, MAX_SUBJECT)
+        if subject is None:
+            problem = "missing or empty" if raw_subject is None or not raw_subject.strip() else \
+                "not printable or longer than 256 characters"
+            self._refuse(f"the subject header {self.subject} is {problem}", peer, self.forwarded_client(request))
+        name = _clean(request.headers.get(self.name), MAX_VALUE) if self.name else None
+        email = _clean(request.headers.get(self.email), MAX_VALUE) if self.email else None
+        groups = parse_groups(request.headers.get(self.groups)) if self.groups else ()
+        grants = parse_grants(request.headers.get(self.grants_header), self.grants_header) \
+            if self.grants_header else ()
+        raw = {header: header_text(value) for header in self.raw_headers
+               if (value := request.headers.get(header)) is not None}
+        return Identity(subject=subject, display_name=name or subject, provider="headers", email=email,
+                        groups=groups, raw=raw, grants=grants)
+
+    def _refuse(self, reason: str, peer: str | None, client: str | None = None) -> NoReturn:
+        """401 AUT001. The log names the peer (and the forwarded client of a trusted proxy), never a header
+        value: a refused request's identity headers are forged or broken."""
+        extra: dict[str, Any] = {"auth_mode": "headers", "peer": peer or "unknown"}
+        if client:
+            extra["client"] = client
+        log.info("authentication refused: %s (peer %s)", reason, peer or "unknown", extra=extra)
+        raise AuthenticationFailed(f"Authentication failed: {reason}.", CHALLENGE)
+
+
+def make_provider(settings: Settings) -> HeadersProvider:
+    return HeadersProvider(settings)
