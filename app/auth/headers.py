@@ -28,7 +28,7 @@ from flask import Flask, Request
 
 from app.acl.policy import PolicyError, parse_permissions, parse_resource
 from app.auth.identity import AuthenticationFailed, Identity, ProviderGrant
-from app.config import Settings
+from app.config import ConfigError, Settings
 
 log = logging.getLogger(__name__)
 
@@ -127,21 +127,26 @@ class HeadersProvider:
     mode = "headers"
 
     def __init__(self, settings: Settings) -> None:
-        if not settings.headers_subject:
-            raise ValueError("auth.mode = headers needs auth.headers.subject")
-        self.networks: tuple[Network, ...] = tuple(ipaddress.ip_network(cidr, strict=False)
-                                                   for cidr in settings.trusted_proxies)
-        self.subject = settings.headers_subject
-        self.name = settings.headers_name
-        self.email = settings.headers_email
-        self.groups = settings.headers_groups
-        self.grants_header = settings.acl_headers_acl
         self.secret_header = settings.headers_secret_header
         self._secret = (settings.headers_secret_value.encode("utf-8")
                         if settings.headers_secret_header and settings.headers_secret_value else None)
-        identity_headers = (self.subject, self.name, self.email, self.groups, self.grants_header)
         secret = (self.secret_header or "").lower()
-        self.raw_headers = tuple(dict.fromkeys(h for h in identity_headers if h and h.lower() != secret))
+        if not settings.headers_subject or settings.headers_subject.lower() == secret:
+            raise ConfigError("auth.mode = headers needs auth.headers.subject, a header other than the secret's")
+        self.networks: tuple[Network, ...] = tuple(ipaddress.ip_network(cidr, strict=False)
+                                                   for cidr in settings.trusted_proxies)
+        self.subject = settings.headers_subject
+        # the secret never feeds the identity: an optional header named like it is not read at all
+        self.name, self.email, self.groups, self.grants_header = (
+            None if header and header.lower() == secret else header
+            for header in (settings.headers_name, settings.headers_email, settings.headers_groups,
+                           settings.acl_headers_acl))
+        if secret and secret in {(h or "").lower() for h in (settings.headers_name, settings.headers_email,
+                                                                settings.headers_groups, settings.acl_headers_acl)}:
+            log.warning("auth.headers: an identity header is also the secret header %s: it is not read",
+                        self.secret_header)
+        identity_headers = (self.subject, self.name, self.email, self.groups, self.grants_header)
+        self.raw_headers = tuple(dict.fromkeys(h for h in identity_headers if h))
 
     def init_app(self, app: Flask) -> None:
         return None
