@@ -10,6 +10,7 @@ the whole policy on the first bad element, naming it (start-up fails, a reload k
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -152,3 +153,32 @@ def provider_grants(values: Iterable[ProviderGrant]) -> tuple[Grant, ...]:
         if resources:
             grants.append(Grant(resources, (), permissions))
     return tuple(grants)
+
+
+def parse_provider_grants(value: Any) -> tuple[ProviderGrant, ...]:
+    """Per-user grants a provider supplies (reference §7.3): a JSON array, as text (a proxy header, a claim
+    holding a string) or already decoded (an OIDC claim), of ``{"resources": [...], "permissions": [...]}``.
+    Invalid entries are dropped one by one (a bad resource or permission drops its whole entry); anything
+    that is not an array gives no grants. Never raises."""
+    if isinstance(value, (str, bytes)):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return ()
+    if not isinstance(value, list):
+        return ()
+    found = []
+    for raw in value:
+        if not isinstance(raw, dict):
+            continue
+        resources, permissions = raw.get("resources"), raw.get("permissions")
+        if not isinstance(resources, list) or not resources:
+            continue
+        try:
+            parsed = tuple(parse_resource(r, "provider grant") for r in resources)
+            allowed = parse_permissions(permissions, "provider grant")
+        except PolicyError:
+            continue
+        texts = tuple("*" if r.type == "*" and r.glob == "*" else f"{r.type}:{r.glob}" for r in parsed)
+        found.append(ProviderGrant(texts, allowed))
+    return tuple(found)

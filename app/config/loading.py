@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import ssl
 
 log = logging.getLogger("app.config")  # one logger name for operators, whatever module logs
+_KEY_ENVS = frozenset(key.env for key in KEYS)
 
 
 # --------------------------------------------------------------------------- the configuration file
@@ -111,7 +112,7 @@ def _raw_value(key: Key, document: Mapping[str, Any], environ: Mapping[str, str]
     if key.env in environ:
         return environ[key.env], key.env
     file_variable = key.env + "_FILE"
-    if environ.get(file_variable):
+    if environ.get(file_variable) and file_variable not in _KEY_ENVS:   # SERVICE_ACL_POLICY_FILE is a key
         return _file_variable(file_variable, environ[file_variable]), file_variable
     value = _toml_value(document, key.toml)
     if value is None:
@@ -242,6 +243,8 @@ def load_settings(environ: Mapping[str, str] | None = None, config_path: str | N
         values["docker_host"] = default_host
     _check_tls(values.get("tls_cert"), values.get("tls_key"))
     _check_auth(values)
+    from app.acl.source import check_policy  # here: app.acl imports app.config
+    check_policy(values)
     return Settings(**values, report=_report(path, document, environ))
 
 
