@@ -10,6 +10,7 @@ from typing import Any
 from flask import Flask
 from flask_smorest import Api
 
+from app.http.auth import BYPASS_PREFIXES
 from app.http.feed_docs import document_feeds
 from app.http.negotiation import JSON, JSON_V1
 from app.streams.openapi_doc import document_streams
@@ -21,6 +22,13 @@ _DEFAULT_PROBLEM = {
     "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/ProblemV1"}}},
 }
 _HTML = {"text/html": {"schema": {"type": "string", "description": "the dashboard shell"}}}
+# Every authenticated operation (all but app.http.auth.BYPASS_PREFIXES) may answer 401 AUT001 when auth.mode is on.
+_UNAUTHENTICATED = {
+    "description": "AUT001: no valid credentials (auth.mode other than none).",
+    "headers": {"WWW-Authenticate": {"schema": {"type": "string"},
+                                     "description": "The mode's challenge (Bearer for oidc, Proxy for headers)."}},
+    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/ProblemV1"}}},
+}
 
 
 class ShoalApi(Api):  # type: ignore[misc]
@@ -48,6 +56,8 @@ def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
     document.get("components", {}).get("responses", {}).pop("DEFAULT_ERROR", None)
     for path, operations in document.get("paths", {}).items():
         for method, other in operations.items():   # writes: flask-smorest's default points at DEFAULT_ERROR
+            if method != "parameters" and isinstance(other, dict) and not path.startswith(BYPASS_PREFIXES):
+                other.setdefault("responses", {}).setdefault("401", copy.deepcopy(_UNAUTHENTICATED))
             if method not in ("get", "parameters") and isinstance(other, dict):
                 other.setdefault("responses", {})["default"] = _DEFAULT_PROBLEM
         operation = operations.get("get")
