@@ -59,7 +59,8 @@ def manager_addr() -> str | None:
 
 
 def may_see_tokens() -> bool:
-    """Join tokens are shown to whoever may rotate them (the ACL will add its check in ``write_refusal``)."""
+    """Join tokens are shown to whoever may rotate them: operations level 3 and ACL write on
+    ``swarm:cluster`` (reference §1.2), both checked by ``write_refusal``."""
     return write_refusal(operation("rotate_swarm_token")) is None
 
 

@@ -1,6 +1,10 @@
 """``Allow`` and ``Accept-Patch`` on GET and HEAD, from the operation table and the same check that gates
 the writes (:func:`write_refusal`), so a response never advertises a method the caller would be refused.
 
+The check is the operations level first (403 ``OPS001``), then the ACL write permission on the operation's
+key (403 ``ACL002``, reference §1.4): the target comes from the request's URL (the rule's ``<id>``/``<name>``),
+so a GET of ``/services/<id>`` and a PUT of ``/services/<id>/scale`` ask about the same object.
+
 ``Allow`` lists the methods of the requested URL itself (RFC 9110 §10.2.1): GET and HEAD, plus each write
 method of that URL the caller may use now. A method the route has but the table does not know is listed
 as routed. ``Accept-Patch`` (RFC 5789 §3.1) appears only when PATCH is allowed there.
@@ -11,18 +15,26 @@ from __future__ import annotations
 from flask import Response, request
 
 from app.errors import ProblemError
+from app.http.acl import current_access, write_target
 from app.runtime import current_runtime
 from app.writes.operations import METHOD_ORDER, Operation, on_rule, tier_refusal
 
 
-def write_refusal(op: Operation) -> ProblemError | None:
-    """Why the caller may not perform ``op`` now: the operations level first (OPS001); the ACL comes
-    after it (OPS001 before ACL002)."""
+def write_refusal(op: Operation, view_args: dict[str, str] | None = None) -> ProblemError | None:
+    """Why the caller may not perform ``op`` now: the operations level first (OPS001), then the ACL write
+    on the operation's key (ACL002). ``view_args`` default to the current request's."""
     level = current_runtime().settings.operations_level
     refusal = tier_refusal(op, level)
     if refusal is not None:
         return ProblemError("OPS001", detail=refusal, extra={"requiredLevel": int(op.tier), "configuredLevel": level})
-    return None
+    access = current_access()
+    if access.unrestricted:
+        return None
+    target = write_target(op, request.view_args if view_args is None else view_args)
+    if access.allows_any("write", target.keys):
+        return None
+    return ProblemError("ACL002", detail=f"write access denied for {target.resource}",
+                        extra={"resource": target.resource, "permission": "write"})
 
 
 def allowed_methods(rule: str, routed: set[str]) -> tuple[list[str], tuple[str, ...]]:

@@ -2,8 +2,9 @@
 
 A write view reads as a script of these steps, and each step owns its failures:
 
-- :func:`begin` — the operations level (403 ``OPS001``, before anything else is looked at; the ACL check
-  of the next issue goes right after it, so OPS001 comes before ACL002).
+- :func:`begin` — the operations level (403 ``OPS001``, before anything else is looked at), then the ACL
+  write permission on the operation's key, resolved from the request's URL (403 ``ACL002``; see
+  :func:`app.http.acl.write_target`).
 - :func:`target` — the object from the cache (404 with the kind's code, e.g. ``SVC003``), then
   ``If-Match`` against the ETag of the object's detail (412 with the kind's conflict code; nothing written).
 - :func:`json_body` / :func:`patch_body` — at most 1 MiB (413 ``API014``), decodable JSON (``API006``,
@@ -69,7 +70,8 @@ def not_found_code(target_type: str) -> str:
 
 # ---------------------------------------------------------------------------------------------- gate
 def begin(name: str) -> Operation:
-    """Start a write: refuse it when the operations level is too low (403 OPS001)."""
+    """Start a write: refuse it when the operations level is too low (403 OPS001), then when the caller
+    may not write the URL's object (403 ACL002; the key comes from ``request.view_args``)."""
     op = operation(name)
     refusal = write_refusal(op)
     if refusal is not None:

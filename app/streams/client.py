@@ -12,6 +12,7 @@ from typing import Any
 
 from gevent.event import Event
 
+from app.acl.evaluator import Access
 from app.http.peer import client_socket, peer_closed
 from app.streams.events import ScopeKey
 from app.streams.wire import sync_frame
@@ -20,11 +21,14 @@ DEFAULT_QUEUE_FRAMES = 64          # about 6 s of 100 ms batches behind: then sy
 
 
 class Client:
-    __slots__ = ("_frames", "_ready", "after_seq", "closed", "environ", "limit", "overflows", "scopes")
+    __slots__ = ("_frames", "_ready", "access", "after_seq", "closed", "environ", "limit", "overflows", "scopes")
 
     def __init__(self, scopes: frozenset[ScopeKey], after_seq: int, limit: int = DEFAULT_QUEUE_FRAMES,
-                 environ: dict[str, Any] | None = None) -> None:
+                 environ: dict[str, Any] | None = None, access: Access | None = None) -> None:
         self.scopes = scopes
+        # The requester's ACL (made in its request); None when unrestricted, so the hub's fast path is
+        # one identity test.
+        self.access = None if access is None or access.unrestricted else access
         self.after_seq = after_seq      # changes up to here are not this client's (replayed, or before it)
         self.limit = limit
         self.overflows = 0

@@ -97,15 +97,17 @@ def scope_keys(cache: Cache, change: Change, entry: Entry | None) -> frozenset[S
 
 
 class Built:
-    """One change's routing keys, its entry, and (once some client wants it) its encoded data."""
+    """One change's routing keys, its entry, and (once some client wants it) its encoded data and the ACL
+    keys it is readable through (``app.streams.acl``)."""
 
-    __slots__ = ("change", "data", "entry", "keys")
+    __slots__ = ("change", "data", "entry", "keys", "read_keys")
 
     def __init__(self, change: Change, entry: Entry | None, keys: frozenset[ScopeKey]) -> None:
         self.change = change
         self.entry = entry
         self.keys = keys
         self.data: bytes | None = None
+        self.read_keys: tuple[tuple[str, str], ...] | None = None
 
 
 def built(cache: Cache, change: Change) -> Built:

@@ -7,6 +7,8 @@ keepalive and cleanup as change streams). Event name ``recommendation``; ``data`
 with ``type`` ``recommendation``, ``action`` create/update/remove (appeared/updated/disappeared) and the
 finding as in ``/recommendations`` as ``resource`` (for remove: as last reported). Findings are not in the
 history ring, so a ``Last-Event-ID`` on this stream always gets ``sync`` (refetch ``/recommendations``).
+A restricted caller gets only the findings it may read (their ACL key: the service, the node, else
+``swarm:cluster``; ``app.streams.acl``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from urllib.parse import quote
 
 from app.recommendations.engine import RecommendationEngine
 from app.recommendations.store import FindingAction, FindingChange
+from app.streams.acl import may_read_finding
 from app.streams.events import ScopeKey
 from app.streams.hub import Hub
 from app.streams.wire import batch_frame, encode_json
@@ -37,8 +40,19 @@ def publish(hub: Hub, changes: list[FindingChange]) -> None:
     if not changes or not hub.wants(RECOMMENDATIONS):
         return
     seq = hub.cache.history.last_seq   # ids of this stream only order it: replay always answers sync
-    hub.broadcast(RECOMMENDATIONS, batch_frame(seq, [(EVENT, encode_json(finding_event(c, hub.base_path)))
-                                                     for c in changes]), seq)
+    encoded = [(EVENT, encode_json(finding_event(c, hub.base_path))) for c in changes]
+    full: bytes | None = None
+    for client in hub.clients():
+        if RECOMMENDATIONS not in client.scopes:
+            continue
+        if client.access is None:
+            full = full or batch_frame(seq, encoded)
+            client.offer(full, seq)
+            continue
+        mine = [item for item, change in zip(encoded, changes, strict=True)
+                if may_read_finding(client.access, hub.cache, change.finding)]
+        if mine:
+            client.offer(batch_frame(seq, mine), seq)
 
 
 def attach(hub: Hub, engine: RecommendationEngine) -> Callable[[], None]:

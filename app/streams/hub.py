@@ -7,6 +7,9 @@
   scope set share one frame, and each client gets it through :meth:`Client.offer`, which never blocks. The
   flush yields to the hub every :data:`YIELD_EVERY` events, so a burst (a full sync) does not stall the
   worker; changes that arrive meanwhile wait for the next window.
+- A client opened with a restricted :class:`~app.acl.evaluator.Access` gets only the events it may read
+  (``app.streams.acl``), at fan-out and at replay; clients with the same scopes and the same grants still
+  share one frame. Unrestricted clients (no policy, mode ``none``) skip the check entirely.
 - Nothing here writes to a socket: the connection greenlets do (``app.streams.response``).
 """
 
@@ -19,10 +22,12 @@ from dataclasses import dataclass
 
 import gevent
 
+from app.acl.evaluator import Access
 from app.cache.history import Change
 from app.cache.store import Cache
 from app.cooperate import pause
 from app.streams import events
+from app.streams.acl import may_read
 from app.streams.client import DEFAULT_QUEUE_FRAMES, Client
 from app.streams.events import Built, ScopeKey
 from app.streams.wire import batch_frame, encode_json, sync_frame
@@ -81,12 +86,14 @@ class Hub:
                 client.offer(frame, seq)
 
     # ------------------------------------------------------------------ clients
-    def open(self, scopes: frozenset[ScopeKey], environ: dict[str, object] | None = None) -> Client:
-        """Register a client from the current sequence on; no yield between the cap check and the add."""
+    def open(self, scopes: frozenset[ScopeKey], environ: dict[str, object] | None = None,
+             access: Access | None = None) -> Client:
+        """Register a client from the current sequence on; no yield between the cap check and the add.
+        ``access``: what the requester may read (None or unrestricted: everything)."""
         if len(self._clients) >= self.max_clients:
             self.stats.refused += 1
             raise StreamCapReached
-        client = Client(scopes, self.cache.history.last_seq, self.queue_frames, environ)
+        client = Client(scopes, self.cache.history.last_seq, self.queue_frames, environ, access)
         self._clients.add(client)
         self.stats.opened += 1
         return client
@@ -143,11 +150,15 @@ class Hub:
         for change in pending:
             built.append(events.built(self.cache, change))
             counter.tick(light=True)
-        groups: dict[frozenset[ScopeKey], list[Client]] = {}
-        for client in self._clients:
-            groups.setdefault(client.scopes, []).append(client)
-        for scopes, clients in groups.items():
-            wanted = [b for b in built if b.keys & scopes]
+        groups: dict[tuple[frozenset[ScopeKey], object], list[Client]] = {}
+        for client in self._clients:   # same scopes and same grants: same events, one shared frame
+            access = client.access
+            groups.setdefault((client.scopes, None if access is None else access.grants), []).append(client)
+        for (scopes, grants), clients in groups.items():
+            if grants is None:
+                wanted = [b for b in built if b.keys & scopes]
+            else:
+                wanted = self._readable([b for b in built if b.keys & scopes], clients[0].access, counter)
             if not wanted:
                 continue
             shared: bytes | None = None
@@ -166,6 +177,14 @@ class Hub:
                 self.stats.frames += 1
         self.stats.flushes += 1
         self.stats.last_flush_ms = (time.perf_counter() - started) * 1000
+
+    def _readable(self, items: list[Built], access: Access | None, counter: _Counter) -> list[Built]:
+        kept = []
+        for item in items:
+            if may_read(access, self.cache, item):
+                kept.append(item)
+            counter.tick(light=True)
+        return kept
 
     def _frame(self, wanted: list[Built], counter: _Counter) -> bytes:
         for item in wanted:
@@ -187,15 +206,16 @@ class Hub:
         if missed is None:
             return iter((sync_frame(client.after_seq),))
         upto = client.after_seq
-        return self._replay_frames([c for c in missed if c.seq <= upto], client.scopes)
+        return self._replay_frames([c for c in missed if c.seq <= upto], client.scopes, client.access)
 
-    def _replay_frames(self, changes: list[Change], scopes: frozenset[ScopeKey]) -> Iterator[bytes]:
+    def _replay_frames(self, changes: list[Change], scopes: frozenset[ScopeKey],
+                       access: Access | None = None) -> Iterator[bytes]:
         counter = _Counter()
         chunk: list[Built] = []
         for change in changes:
             item = events.built(self.cache, change)
             counter.tick(light=True)
-            if item.keys & scopes:
+            if item.keys & scopes and may_read(access, self.cache, item):
                 chunk.append(item)
             if len(chunk) >= REPLAY_CHUNK:
                 yield self._frame(chunk, counter)

@@ -22,6 +22,7 @@ from gevent import monkey
 from app.cache.store import Cache
 from app.config import Settings
 from app.errors import ProblemError
+from app.http.acl import current_access
 from app.http.live import shutdown_live
 from app.runtime import runtime_of
 from app.streams import findings
@@ -99,12 +100,13 @@ def last_event_id() -> str | None:
 
 
 def stream_response(scopes: frozenset[ScopeKey], *, replayable: bool = True) -> Response:
-    """Open a stream of the events carrying any of ``scopes``; 429 SSE001 with Retry-After at the cap."""
+    """Open a stream of the events carrying any of ``scopes`` that the caller may read (its ACL is taken
+    here, in the request, and kept by the hub's client); 429 SSE001 with Retry-After at the cap."""
     hub, keepalive = current_app.extensions[_EXTENSION_KEY]
     if request.method == "HEAD":   # headers only: no client registered, nothing to clean up
         return Response(b"", content_type=MEDIA_TYPE, headers=STREAM_HEADERS)
     try:
-        client = hub.open(scopes, request.environ)
+        client = hub.open(scopes, request.environ, current_access())
     except StreamCapReached:
         raise ProblemError("SSE001", detail=f"{hub.max_clients} event streams are open; retry later.",
                            headers={"Retry-After": RETRY_AFTER}) from None

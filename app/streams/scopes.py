@@ -9,6 +9,7 @@ from flask import Response, request
 from werkzeug.exceptions import NotFound
 
 from app.errors import ProblemError
+from app.http.acl import require_read
 from app.resources import ResourceKind
 from app.runtime import current_runtime
 from app.streams.events import ALL, ScopeKey, kind_key, object_key, stack_key
@@ -58,13 +59,16 @@ def kind_stream(kind: ResourceKind) -> Handler:
 
 def object_stream(kind: ResourceKind) -> Handler:
     """A detail URL's stream: that object's events (ref_changed included); for a stack, the stack and all
-    its members (services, their tasks, configs, secrets, networks, volumes). 404 when it does not exist."""
+    its members (services, their tasks, configs, secrets, networks, volumes). 404 when it does not exist,
+    403 ACL001 when the caller may not read it (the stream then filters its members per item)."""
     placeholder = kind.spec.id_placeholder
 
     def handler(*_args: object, **path: str) -> Response:
         object_id = path[placeholder]
-        if current_runtime().cache.get(kind, object_id) is None:
+        entry = current_runtime().cache.get(kind, object_id)
+        if entry is None:
             raise NotFound(f"No {kind.value} {object_id!r}.")
+        require_read(entry)
         scope = stack_key(object_id) if kind is ResourceKind.STACK else object_key(kind, object_id)
         return stream_response(frozenset({scope}))
 

@@ -1,0 +1,61 @@
+"""Which stream events a restricted caller may receive (reference §4.10, §7.2: "SSE filtered by read per
+item"): an event is delivered only when the caller may read the object it shows; ``sync`` always passes.
+
+The keys come from the event's own state (``Built.entry``: the recorded state, the last known one for a
+removal), so a removed service is judged by the stack it was in. A task whose service went in the same
+write is judged by its id and the stack label the engine copied onto its container spec. An object that
+left a stack is judged by where it is now: a reader of the old stack does not see its new state (its list
+keeps the object until the next refetch or ``sync``); a leak would be worse than a stale row.
+
+Keys are computed once per event (cached on the ``Built``) and the :class:`~app.acl.evaluator.Access`
+memoises each name, so filtering N clients costs about one dict hit per client and event.
+"""
+
+from __future__ import annotations
+
+from app.acl.evaluator import Access, Key, keys_of
+from app.cache.store import Cache
+from app.recommendations.findings import Finding
+from app.resources import STACK_LABEL, ResourceKind
+from app.streams.events import Built
+
+SWARM_KEY: Key = ("swarm", "cluster")
+
+
+def event_keys(cache: Cache, item: Built) -> tuple[Key, ...]:
+    """Every key the event's object is readable through (memoised on ``item``)."""
+    known = item.read_keys
+    if known is not None:
+        return known
+    change, entry = item.change, item.entry
+    keys: list[Key]
+    if entry is None:
+        keys = [(change.kind.value, change.id if change.kind is ResourceKind.TASK else change.name or change.id)]
+    else:
+        keys = keys_of(entry, cache)
+        if change.kind is ResourceKind.TASK and len(keys) == 1:   # its service is gone already
+            spec = entry.raw.get("Spec") or {}
+            labels = (spec.get("ContainerSpec") or {}).get("Labels") if isinstance(spec, dict) else None
+            stack = labels.get(STACK_LABEL) if isinstance(labels, dict) else None
+            if isinstance(stack, str) and stack:
+                keys.append(("stack", stack))
+    item.read_keys = result = tuple(keys)
+    return result
+
+
+def may_read(access: Access | None, cache: Cache, item: Built) -> bool:
+    return access is None or access.unrestricted or access.allows_any("read", event_keys(cache, item))
+
+
+def finding_keys(cache: Cache, finding: Finding) -> list[Key]:
+    """A finding's ACL key (reference §4.7): its service (and that service's stack) or node, else the swarm."""
+    if finding.resource_type == "service":
+        service = cache.get(ResourceKind.SERVICE, finding.resource_id)
+        return keys_of(service, cache) if service is not None else [("service", finding.resource_name)]
+    if finding.resource_type == "node":
+        return [("node", finding.resource_name)]
+    return [SWARM_KEY]
+
+
+def may_read_finding(access: Access | None, cache: Cache, finding: Finding) -> bool:
+    return access is None or access.unrestricted or access.allows_any("read", finding_keys(cache, finding))
