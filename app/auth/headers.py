@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 from flask import Flask, Request
 
-from app.acl.policy import PolicyError, parse_permissions, parse_resource
+from app.acl.policy import parse_provider_grants
 from app.auth.identity import AuthenticationFailed, Identity, ProviderGrant
 from app.config import ConfigError, Settings
 
@@ -82,9 +82,9 @@ def parse_groups(value: str | None) -> tuple[str, ...]:
 
 
 def parse_grants(value: str | None, header: str) -> tuple[ProviderGrant, ...]:
-    """The provider grants header (reference §7.3): a JSON array of ``{resources, permissions}``; entries
-    the policy grammar refuses are dropped one by one. A value that is not a JSON array gives no grants and
-    a warning that names the header, never the value."""
+    """The provider grants header (reference §7.3): a JSON array of ``{resources, permissions}``, decoded
+    by the policy's own grammar (invalid entries dropped one by one). A value that is not a JSON array
+    gives no grants and a warning that names the header, never the value."""
     if value is None or not value.strip():
         return ()
     try:
@@ -95,30 +95,11 @@ def parse_grants(value: str | None, header: str) -> tuple[ProviderGrant, ...]:
         log.warning("provider grants header %s is not a JSON array: ignored (no grants)", header,
                     extra={"header": header})
         return ()
-    grants = []
-    for entry in document:
-        grant = _grant(entry)
-        if grant is not None:
-            grants.append(grant)
+    grants = parse_provider_grants(document)
     if len(grants) < len(document):
         log.info("provider grants header %s: %d invalid entries dropped", header, len(document) - len(grants),
                  extra={"header": header, "dropped": len(document) - len(grants)})
-    return tuple(grants)
-
-
-def _grant(entry: Any) -> ProviderGrant | None:
-    if not isinstance(entry, dict):
-        return None
-    resources = entry.get("resources")
-    if not isinstance(resources, list) or not resources:
-        return None
-    try:
-        patterns = [parse_resource(resource, "provider grant") for resource in resources]
-        permissions = parse_permissions(entry.get("permissions"), "provider grant")
-    except PolicyError:
-        return None
-    names = tuple("*" if p.type == "*" and p.glob == "*" else f"{p.type}:{p.glob}" for p in patterns)
-    return ProviderGrant(names, permissions)
+    return grants
 
 
 class HeadersProvider:
