@@ -65,7 +65,7 @@ def write_documented(blp: Blueprint, name: str, *, body: dict[str, Any] | None =
     codes = {
         400: "Invalid body (API006, API007, API008, API011) or a rule of the operation (the domain's 4xx codes); "
              "engine rejected the arguments (ENG003).",
-        403: f"{tier} required (OPS001).",
+        403: f"{tier} required (OPS001), then ACL write permission on the object (ACL002).",
         404: "No such object (the kind's not-found code).",
         409: "Changed by someone else since it was read (the kind's conflict code), in use, name taken, "
              "or a JSON Patch test failed (API010).",

@@ -22,7 +22,8 @@ class SwarmObjectV1(EngineObjectV1):
     UpdatedAt = fields.String()
     Spec = fields.Dict()
     JoinTokens = fields.Dict(metadata={"description": "Worker and Manager are empty strings unless the caller "
-                                                      "may rotate them (operations level 3)"})
+                                                      "may rotate them (operations level 3 and ACL "
+                                                      "write on swarm:cluster)"})
     RootRotationInProgress = fields.Boolean()
 
 
