@@ -25,7 +25,8 @@ def errors(blp: Blueprint, *statuses: int, codes: dict[int, str] | None = None) 
     described = {406: "No acceptable representation (API001, API003).", 500: "Unexpected failure.",
                  503: "Engine unavailable or first sync not done (ENG001).",
                  400: "Invalid filter: " + _codes(("FLT",)) + ".",
-                 404: "Not found.", 416: "Range not satisfiable."}
+                 404: "Not found.", 416: "Range not satisfiable.",
+                 403: "Read access denied by the ACL policy (ACL001, naming resource and permission)."}
     described.update(codes or {})
 
     def decorate(view: F) -> F:

@@ -14,6 +14,7 @@ from werkzeug.exceptions import NotFound
 from app.blueprints.docs import errors, feed_documented, list_parameters
 from app.cache.entries import Entry
 from app.http import admission, history, respond
+from app.http.acl_read import read_filter, readable, require_entry
 from app.http.conditional import if_range_holds
 from app.http.negotiation import negotiated
 from app.query import listing
@@ -39,18 +40,18 @@ def _collection(kind: ResourceKind) -> Response:
     that of the response the Range selects (its own ETag: each 206 carries the ETag of its body), else
     the Range is ignored and the whole page is a 200. An unsatisfiable Range fails If-Range too."""
     cache, range_header = current_runtime().cache, request.headers.get("Range")
-    if_range = request.headers.get("If-Range")
+    if_range, keep = request.headers.get("If-Range"), read_filter()
     if range_header and if_range is not None:
         try:
             ranged = respond.collection(kind, listing.run(cache, kind, listing.parse_list_query(
-                kind, request.args, range_header)))
+                kind, request.args, range_header), keep))
         except RangeNotSatisfiable:
             ranged = None
         if ranged is not None and (ranged.status_code != 206 or if_range_holds(if_range, ranged)):
             return ranged
         range_header = None
     query = listing.parse_list_query(kind, request.args, range_header)
-    return respond.collection(kind, listing.run(cache, kind, query))
+    return respond.collection(kind, listing.run(cache, kind, query, keep))
 
 
 def resource_blueprint(kind: ResourceKind) -> Blueprint:
@@ -73,24 +74,24 @@ def resource_blueprint(kind: ResourceKind) -> Blueprint:
     @admission.light   # one object: waits in the gate's light lane, not behind every list request
     class Detail(MethodView):
         @blp.response(200, DETAIL_SCHEMAS[kind], description=f"One {kind.value} with cross-references.")
-        @errors(blp, 404, 503, codes=not_found)
+        @errors(blp, 403, 404, 503, codes=not_found)
         @feed_documented(blp)
         @negotiated(sse=object_stream(kind), atom=history.object_feed(kind))
         def get(self, **path: str) -> Response:
-            return respond.detail(_lookup(kind, path[spec.id_placeholder]))
+            return respond.detail(require_entry(_lookup(kind, path[spec.id_placeholder])))
 
     if kind in (ResourceKind.NODE, ResourceKind.SERVICE):
         @blp.route(f"/<{spec.id_placeholder}>/tasks")
         class Tasks(MethodView):
             @blp.response(200, COLLECTION_SCHEMAS[ResourceKind.TASK],
                           description=f"All tasks of the {kind.value}, enriched, unpaginated.")
-            @errors(blp, 404, 503, codes=not_found)
+            @errors(blp, 403, 404, 503, codes=not_found)
             @negotiated()
             def get(self, **path: str) -> Response:
-                entry = _lookup(kind, path[spec.id_placeholder])
+                entry = require_entry(_lookup(kind, path[spec.id_placeholder]))
                 cache = current_runtime().cache
-                tasks = cache.tasks_of_node(entry.id) if kind is ResourceKind.NODE \
-                    else cache.tasks_of_service(entry.id)
+                tasks = list(readable(cache.tasks_of_node(entry.id) if kind is ResourceKind.NODE
+                                      else cache.tasks_of_service(entry.id)))
                 return respond.collection(ResourceKind.TASK, Page(tasks, len(tasks), len(tasks), 0, False),
                                           paged=False)
 

@@ -2,7 +2,9 @@
 
 Views hand over cache entries (or a plain document); this module applies the negotiated schema version,
 the JSON-LD members, the versioned Content-Type, paging (Links, 206/Content-Range), Last-Modified and the
-freshness headers. Validators and 304s are added later by the shared after_request chain.
+freshness headers. Validators and 304s are added later by the shared after_request chain. Cross-references
+and task enrichment are narrowed to what the caller may read (``app.http.acl_read``); the ETag, computed
+from the body, therefore differs per visible content.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from flask import Response, current_app, request
 
 from app.cache.entries import Entry
 from app.cache.store import Cache
+from app.http.acl_read import read_filter
 from app.http.conditional import parse_engine_time
 from app.http.jsonld import envelope
 from app.http.links import link
@@ -67,7 +70,8 @@ def collection(kind: ResourceKind, page: Page, *, paged: bool = True) -> Respons
     """A collection at the request's own path; ``paged=False`` for the unpaginated task lists of a node
     or service (``limit`` = ``total``), which get no paging Links and ignore Range."""
     cache, base, version = current_runtime().cache, base_path(), current_representation().version
-    items = [_framed_item(kind, representations.item(cache, e), e.id, base) for e in page.items]
+    visible = read_filter()
+    items = [_framed_item(kind, representations.item(cache, e, visible), e.id, base) for e in page.items]
     body = envelope(base, request.path, "Collection")
     body.update(items=many_schema_for(kind, version).dump(items), total=page.total, limit=page.limit,
                 offset=page.offset)
@@ -86,7 +90,7 @@ def collection(kind: ResourceKind, page: Page, *, paged: bool = True) -> Respons
 def detail(entry: Entry) -> Response:
     cache, base, version = current_runtime().cache, base_path(), current_representation().version
     kind = entry.kind
-    members = representations.detail(cache, entry, base)
+    members = representations.detail(cache, entry, base, read_filter())
     key = kind.spec.detail_key
     members[key] = detail_schema_for(kind, version).dump(_framed_item(kind, members[key], entry.id, base))
     body = envelope(base, representations.path_of(kind, entry.id), kind.spec.jsonld_type)

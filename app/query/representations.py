@@ -3,10 +3,15 @@
 This is where the REST and (later) MCP layers get the same task enrichment, service counters and
 cross-reference lists, so the rules live once. Output is plain data; schemas and JSON-LD framing are
 applied by ``app.http.respond``.
+
+``visible`` (an ACL read predicate; None: everything) narrows the cross-references: an object the caller
+may not read is left out of the lists, and the names of a task's service and node become blank (item) or
+null (detail), so no unreadable name reaches the body.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from app.cache.entries import Entry
@@ -15,57 +20,69 @@ from app.query import service_insights
 from app.resources import ResourceKind
 
 Data = dict[str, Any]
+Visible = Callable[[Entry], bool] | None
 
 
 def path_of(kind: ResourceKind, object_id: str) -> str:
     return f"{kind.spec.path}/{object_id}"
 
 
-def task_name(cache: Cache, task: Entry) -> str:
-    """``<service>.<slot>`` for replicated tasks, ``<service>.<node id>`` for global ones."""
-    service = cache.get(ResourceKind.SERVICE, str(task.activation["service"]))
+def _shown(entry: Entry | None, visible: Visible) -> Entry | None:
+    return entry if entry is not None and (visible is None or visible(entry)) else None
+
+
+def task_name(cache: Cache, task: Entry, visible: Visible = None) -> str:
+    """``<service>.<slot>`` for replicated tasks, ``<service>.<node id>`` for global ones (the service's id
+    in place of a name the caller may not read)."""
+    service = _shown(cache.get(ResourceKind.SERVICE, str(task.activation["service"])), visible)
     prefix = service.name if service else str(task.activation["service"])
     slot = task.activation["slot"]
     return f"{prefix}.{slot}" if slot else f"{prefix}.{task.activation['node']}"
 
 
-def item(cache: Cache, entry: Entry) -> Data:
+def item(cache: Cache, entry: Entry, visible: Visible = None) -> Data:
     """One collection item: the engine object plus the derived fields the interface adds per kind."""
     data: Data = dict(entry.raw)
     if entry.kind is ResourceKind.SERVICE:
         data["RunningTasks"] = cache.running_tasks(entry.id)   # kept on write: O(1) for 10,000 tasks
     elif entry.kind is ResourceKind.TASK:
-        service = cache.get(ResourceKind.SERVICE, str(entry.activation["service"]))
-        node = cache.get(ResourceKind.NODE, str(entry.activation["node"]))
+        service = _shown(cache.get(ResourceKind.SERVICE, str(entry.activation["service"])), visible)
+        node = _shown(cache.get(ResourceKind.NODE, str(entry.activation["node"])), visible)
         data["ServiceName"] = service.name if service else ""
         data["NodeHostname"] = node.name if node else ""
     return data
 
 
-def reference(entry: Entry, base: str, cache: Cache | None = None) -> Data:
+def reference(entry: Entry, base: str, cache: Cache | None = None, visible: Visible = None) -> Data:
     ref: Data = {"@id": base + path_of(entry.kind, entry.id), "id": entry.id,
-                 "name": task_name(cache, entry) if cache and entry.kind is ResourceKind.TASK else entry.name}
+                 "name": task_name(cache, entry, visible) if cache and entry.kind is ResourceKind.TASK else entry.name}
     if entry.kind is ResourceKind.TASK:
         ref["state"] = entry.activation["state"]
         ref["desiredState"] = entry.activation["desired_state"]
     return ref
 
 
-def detail(cache: Cache, entry: Entry, base: str) -> Data:
+def _kept(entries: list[Entry], visible: Visible) -> list[Entry]:
+    return entries if visible is None else [entry for entry in entries if visible(entry)]
+
+
+def detail(cache: Cache, entry: Entry, base: str, visible: Visible = None) -> Data:
     """The members of a detail envelope besides ``@context``/``@id``/``@type``: the resource under its
     kind's key, then its cross-references (paths under the ``base`` path prefix); a service also gets its
     ``changes`` and ``integrations`` (``app.query.service_insights``)."""
     kind = entry.kind
-    body: Data = {kind.spec.detail_key: item(cache, entry)}
+    body: Data = {kind.spec.detail_key: item(cache, entry, visible)}
     if kind is ResourceKind.NODE:
-        body["tasks"] = [reference(task, base, cache) for task in cache.tasks_of_node(entry.id)]
+        tasks = _kept(cache.tasks_of_node(entry.id), visible)
+        body["tasks"] = [reference(task, base, cache, visible) for task in tasks]
     elif kind is ResourceKind.SERVICE:
-        body["tasks"] = [reference(task, base, cache) for task in cache.tasks_of_service(entry.id)]
+        tasks = _kept(cache.tasks_of_service(entry.id), visible)
+        body["tasks"] = [reference(task, base, cache, visible) for task in tasks]
         body.update(service_insights.detail_members(entry.raw))
     elif kind is ResourceKind.TASK:
         service_id, node_id = str(entry.activation["service"]), str(entry.activation["node"])
-        service = cache.get(ResourceKind.SERVICE, service_id)
-        node = cache.get(ResourceKind.NODE, node_id)
+        service = _shown(cache.get(ResourceKind.SERVICE, service_id), visible)
+        node = _shown(cache.get(ResourceKind.NODE, node_id), visible)
         body["service"] = {"@id": base + path_of(ResourceKind.SERVICE, service_id), "id": service_id,
                            "name": service.name if service else None}
         body["node"] = {"@id": base + path_of(ResourceKind.NODE, node_id), "id": node_id,
@@ -76,9 +93,10 @@ def detail(cache: Cache, entry: Entry, base: str) -> Data:
                             ResourceKind.NETWORK, ResourceKind.VOLUME):
             members[member_kind.spec.plural] = [
                 {"@id": base + path_of(member_kind, member.id), "@type": member_kind.spec.jsonld_type,
-                 **item(cache, member)}
-                for member in cache.stack_members(entry.name, member_kind)]
+                 **item(cache, member, visible)}
+                for member in _kept(cache.stack_members(entry.name, member_kind), visible)]
         body["stack"] = members
     else:
-        body["services"] = [reference(service, base) for service in cache.services_using(kind, entry.id)]
+        body["services"] = [reference(service, base)
+                            for service in _kept(cache.services_using(kind, entry.id), visible)]
     return body
