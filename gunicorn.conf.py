@@ -11,9 +11,12 @@ A configuration error ends the master here with one line on stderr and status 2:
 
 from __future__ import annotations
 
+import logging
+import ssl
 import sys
 from typing import Any
 
+from gevent.server import StreamServer
 from gunicorn.workers.ggevent import GeventWorker
 
 from app.config import ConfigError, load_settings, log_report
@@ -25,6 +28,19 @@ except ConfigError as exc:
     print(f"shoal: configuration error: {exc}", file=sys.stderr, flush=True)
     raise SystemExit(2) from None
 
+
+
+class _TLSStreamServer(StreamServer):  # type: ignore[misc]  # gevent is untyped
+    """A failed TLS handshake (a client certificate refused under ``auth.mode = cert``, plain HTTP on the
+    HTTPS port) is one log line, as under ``shoal``, not a greenlet traceback per connection."""
+
+    def wrap_socket_and_handle(self, client_socket: Any, address: Any) -> Any:
+        try:
+            return super().wrap_socket_and_handle(client_socket, address)
+        except OSError as exc:  # ssl.SSLError, resets and timeouts during the handshake
+            logging.getLogger("shoal.server").info("TLS connection failed",
+                                                   extra={"peer": str(address), "error": str(exc)})
+            return None
 
 
 class ProblemGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn is untyped
@@ -40,6 +56,12 @@ class ProblemGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn is un
         from app.http.server_errors import gunicorn_error_writer
 
         util.write_error = gunicorn_error_writer(base_path=_settings.base_path, tls=_settings.tls_enabled)
+
+    def run(self) -> None:
+        from gunicorn.workers import ggevent
+
+        ggevent.StreamServer = _TLSStreamServer   # the class GeventWorker.run builds its servers from
+        super().run()
 
     def handle_exit(self, sig: int, frame: Any) -> None:
         """SIGTERM: stop as gunicorn does, and end the event streams (out of the signal handler), which
@@ -68,6 +90,9 @@ preload_app = False
 logconfig_dict = dict_config(_settings.log_level, _settings.log_format)
 certfile = _settings.tls_cert      # None unless both tls.cert and tls.key are set (checked by load_settings)
 keyfile = _settings.tls_key
+if _settings.auth_mode == "cert":   # mTLS (app.auth.cert): a presented client certificate must chain to
+    cert_reqs = ssl.CERT_OPTIONAL   # auth.cert.ca or the handshake fails; without one the app answers 401
+    ca_certs = _settings.cert_ca    # (CERT_REQUIRED would give no HTTP answer at all, not even /-/health)
 
 
 def on_starting(server: Any) -> None:

@@ -159,6 +159,10 @@ def build_server(app: Flask, settings: Settings) -> Server:
     tls: dict[str, Any] = {}
     if settings.tls_cert is not None and settings.tls_key is not None:
         tls["ssl_context"] = tls_context(settings.tls_cert, settings.tls_key)
+        if settings.auth_mode == "cert" and settings.cert_ca is not None:   # mTLS, as gunicorn.conf.py
+            from app.auth.cert import verify_clients
+
+            verify_clients(tls["ssl_context"], settings.cert_ca)
     server = Server(listener, app, log=None, error_log=logging.getLogger("shoal.server"), **tls)
     server.problem_base_path, server.problem_tls = settings.base_path, settings.tls_enabled
     return server
