@@ -97,7 +97,7 @@ def parse_grants(value: str | None, header: str) -> tuple[ProviderGrant, ...]:
         return ()
     grants = parse_provider_grants(document)
     if len(grants) < len(document):
-        log.info("provider grants header %s: %d invalid entries dropped", header, len(document) - len(grants),
+        log.debug("provider grants header %s: %d invalid entries dropped", header, len(document) - len(grants),
                  extra={"header": header, "dropped": len(document) - len(grants)})
     return grants
 

@@ -217,7 +217,7 @@ def test_grants_valid() -> None:
 
 
 def test_grants_invalid_entries_dropped(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.DEBUG)
     good = {"resources": ["service:api"], "permissions": ["read"]}
     value = json.dumps([good, 3, "x", None, {}, {"resources": [], "permissions": ["read"]},
                         {"resources": ["service:api"]}, {"resources": ["service:api"], "permissions": []},
