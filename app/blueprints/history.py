@@ -20,7 +20,7 @@ _BAD_PARAMETER = {400: "A filter or cursor value is invalid (API012)."}
 class HistoryList(MethodView):
     @blp.doc(parameters=[{"in": "query", "schema": HistoryQueryV1}])
     @blp.response(200, HistoryCollectionV1, description="A page of history entries, newest first.")
-    @errors(blp, 400, codes=_BAD_PARAMETER)
+    @errors(blp, 400, 403, codes=_BAD_PARAMETER)
     @feed_documented(blp, cursor=False)
     @negotiated(atom=history.global_feed)
     def get(self) -> Response:
@@ -30,7 +30,7 @@ class HistoryList(MethodView):
 @blp.route("/history/<int:seq>")
 class HistoryEntry(MethodView):
     @blp.response(200, HistoryEntryV1, description="One history entry.")
-    @errors(blp, 404, codes={404: "Not recorded, or no longer in the ring (generic about:blank)."})
+    @errors(blp, 403, 404, codes={404: "Not recorded, or no longer in the ring (generic about:blank)."})
     @negotiated()
     def get(self, seq: int) -> Response:
         return history.entry_detail(seq)

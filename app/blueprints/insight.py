@@ -20,7 +20,7 @@ blp = Blueprint("insight", __name__, description="Search across every kind, and 
 class Search(MethodView):
     @blp.doc(parameters=[{"in": "query", "schema": SearchQueryV1}])
     @blp.response(200, SearchResultV1, description="Matches grouped by kind: counts, and the best per kind.")
-    @errors(blp, 400, 503, codes={400: "q missing or blank (SEA001), longer than 200 characters (SEA002), "
+    @errors(blp, 400, 403, 503, codes={400: "q missing or blank (SEA001), longer than 200 characters (SEA002), "
                                        "bad feed cursor (API012)."})
     @feed_documented(blp)
     @negotiated(atom=search.search_feed)
@@ -32,7 +32,7 @@ class Search(MethodView):
 class Recommendations(MethodView):
     @blp.doc(parameters=[{"in": "query", "schema": RecommendationQueryV1}])
     @blp.response(200, RecommendationCollectionV1, description="Current findings, most severe first.")
-    @errors(blp, 400, 404, 503, codes={400: "Unknown severity, kind or check, or bad feed cursor (API012).",
+    @errors(blp, 400, 403, 404, 503, codes={400: "Unknown severity, kind or check, or bad feed cursor (API012).",
                                        404: "Recommendations are turned off (server.recommendations)."})
     @feed_documented(blp, cursor=False)
     @negotiated(sse=recommendations_stream, atom=recommendations.feed)

@@ -12,6 +12,11 @@ Parameters (reference §3.3; ``action`` is the issue's addition): ``type`` (a ki
 id; stacks and volumes by name), ``action`` (create, update, remove, ref_changed); a bad value is a 400
 ``API012``. ``before``: ASCII digits (more than 18: newest); anything else is ``API012``. ``limit``: 1..200,
 default 50, larger values clamped, invalid ones ignored (as on the lists).
+
+ACL: ``HistoryFilter.readable`` (the caller's read predicate over records, ``app.http.acl_read``) is one
+more filter, judged per record inside the walk, so a page holds ``limit`` readable entries and its cursor
+stays exact (the reference's "dropped after the limit" would give short pages and tell how many were
+hidden). It is evaluated last, after the cheap filters.
 """
 
 from __future__ import annotations
@@ -41,16 +46,19 @@ class HistoryFilter:
     object_id: str | None = None
     action: Action | None = None
     scope: Match | None = None          # a predicate beyond the flat filters (a stack's members, a search)
+    readable: Match | None = None       # the ACL: records the caller may read (None: all)
 
     def matches(self, change: Change) -> bool:
         return ((self.kind is None or change.kind is self.kind)
                 and (self.object_id is None or change.id == self.object_id)
                 and (self.action is None or change.action is self.action)
-                and (self.scope is None or self.scope(change)))
+                and (self.scope is None or self.scope(change))
+                and (self.readable is None or self.readable(change)))
 
     @property
     def is_empty(self) -> bool:
-        return self.kind is None and self.object_id is None and self.action is None and self.scope is None
+        return (self.kind is None and self.object_id is None and self.action is None and self.scope is None
+                and self.readable is None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,11 @@ those are turned into entries, so a request costs its page, not the ring.
 Entry ids are ``urn:service:history:<epoch>-<seq>``: the epoch is when the sequence started (whole seconds,
 ``Runtime.history_epoch``). The state store (``app.store``) keeps the sequence and its epoch across
 restarts, so ids stay stable; when the sequence starts over (persistence off, a fresh or moved-aside
-store file) the epoch changes, and a reader never mistakes a new record for one it saw before. Feed ids
+store file) the epoch changes, and a reader never mistakes a new record for one it saw before.
+
+ACL (reference §3.3, §7.2): every page and feed holds only records the caller may read, judged per record
+(``HistoryFilter.readable``, keys from ``app.http.acl_read.change_keys``); ``/history`` and its feeds need at
+least one grant; a detail feed and ``/history/{id}`` of an unreadable object are 403 ``ACL001``. Feed ids
 are ``urn:service:feed:<path>`` plus the feed's selecting parameters, the same for every page and across
 restarts.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from flask import Response, request
@@ -27,6 +32,7 @@ from app.cache.store import Cache
 from app.history import entries
 from app.history.selection import HistoryFilter, Selection, parse_cursor, parse_filter, select, stack_scope
 from app.http import respond
+from app.http.acl_read import change_filter, require_change, require_entry, require_grants
 from app.http.feeds import FeedItem, FeedPage, feed_query, feed_response, page_url
 from app.http.jsonld import envelope
 from app.http.links import link
@@ -43,9 +49,10 @@ _VERBS = {Action.CREATE: "created", Action.UPDATE: "updated", Action.REMOVE: "re
 # --------------------------------------------------------------------------- JSON
 def collection() -> Response:
     """``/history``: a page of entries, newest first, with a ``next`` link when older ones match."""
+    require_grants()
     runtime, base = current_runtime(), respond.base_path()
     wanted, cursor = parse_filter(request.args, targets=True), parse_cursor(request.args)
-    chosen = select(runtime.cache.history, wanted, cursor)
+    chosen = select(runtime.cache.history, replace(wanted, readable=change_filter()), cursor)
     body = envelope(base, request.path, "Collection")
     body.update(items=[entries.entry(change, runtime.cache, base, runtime.audit.of) for change in chosen.changes],
                 total=len(chosen.changes), limit=cursor.limit, offset=0)
@@ -63,6 +70,7 @@ def entry_detail(seq: int) -> Response:
     change = runtime.cache.history.get(seq)
     if change is None:
         raise NotFound(f"No history entry {seq} (never recorded, or older than the ring keeps).")
+    require_change(change)
     body = entries.entry(change, runtime.cache, respond.base_path(), runtime.audit.of)
     return respond.with_freshness(respond.document(body))
 
@@ -82,7 +90,7 @@ def history_feed(*, title: str, wanted: HistoryFilter, alternate: str | None = N
     ``feed_response`` with their own items)."""
     runtime, base = current_runtime(), respond.base_path()
     cursor = parse_cursor(request.args)
-    chosen = select(runtime.cache.history, wanted, cursor)
+    chosen = select(runtime.cache.history, replace(wanted, readable=change_filter()), cursor)
     if missing is not None and not chosen.changes and chosen.next_before is None and cursor.before is None:
         raise NotFound(missing)
     feed_path = base + request.path + _EXTENSIONS[current_representation().media]
@@ -124,6 +132,7 @@ def _change_line(change: dict[str, Any]) -> str:
 
 def global_feed(*_view: object) -> Response:
     """``/history`` (and ``/events``) as a feed, with the same filters as the JSON collection."""
+    require_grants()
     wanted = parse_filter(request.args, targets=True)
     return history_feed(title="Shoal: change history", wanted=wanted,
                         description="Every change the service saw in the cluster, newest first.")
@@ -148,6 +157,8 @@ def object_feed(kind: ResourceKind) -> FeedHandler:
         object_id = path[kind.spec.id_placeholder]
         action = parse_filter(request.args, targets=False).action
         entry = cache.get(kind, object_id)
+        if entry is not None:
+            require_entry(entry)
         name = entry.name if entry is not None else object_id
         if kind is ResourceKind.STACK:
             wanted = HistoryFilter(action=action, scope=stack_scope(cache, object_id))

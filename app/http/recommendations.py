@@ -5,6 +5,10 @@ Filters are the issue's (reference §3.7 has none): ``severity``, ``kind`` (reso
 are comma lists, ``resource`` an exact resource id or name; an unknown severity, kind or check is a 400
 ``API012``. ``limit`` (default 200, at most 1000) and ``offset`` bound the work per request. With
 ``server.recommendations = false`` the engine does not run and the path is a 404.
+
+ACL (reference §3.7, §4.7): only findings the caller may read are listed, counted and summarised (keys
+``service:<targetName>`` with its stack, ``node:<targetName>``, else ``swarm:cluster``); with a policy the
+caller needs at least one grant (§1.2).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from werkzeug.exceptions import NotFound
 
 from app.errors import ProblemError
 from app.http import respond
+from app.http.acl_read import finding_filter, require_grants
 from app.http.feeds import FeedItem, FeedPage, feed_query, feed_response, page_url
 from app.http.jsonld import envelope
 from app.http.negotiation import current_representation
@@ -68,7 +73,10 @@ def _engine_findings() -> list[Finding]:
     if not runtime.settings.recommendations:
         raise NotFound("Recommendations are turned off (server.recommendations = false).")
     require_synced()
-    return runtime.recommendations.findings()
+    require_grants()
+    findings = runtime.recommendations.findings()
+    readable = finding_filter()
+    return findings if readable is None else [finding for finding in findings if readable(finding)]
 
 
 def collection() -> Response:

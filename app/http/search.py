@@ -12,6 +12,7 @@ from app.cache.history import Change
 from app.errors import ProblemError
 from app.history.selection import HistoryFilter, parse_filter
 from app.http import respond
+from app.http.acl_read import read_filter, require_grants
 from app.http.feeds import page_url
 from app.http.history import history_feed
 from app.http.jsonld import envelope
@@ -27,18 +28,21 @@ def require_synced() -> None:
 
 
 def search() -> Response:
+    """Counts and results of readable objects only; with a policy, at least one grant (reference §1.2)."""
     query = parse_search_query(request.args)
     require_synced()
-    runtime, base = current_runtime(), respond.base_path()
-    results = runtime.search.search(query)
+    require_grants()
+    runtime, base, keep = current_runtime(), respond.base_path(), read_filter()
+    results = runtime.search.search(query, keep)
     body = envelope(base, "/search", "SearchResult")
-    body.update(result_members(runtime.cache, query, results, base))
+    body.update(result_members(runtime.cache, query, results, base, keep))
     return respond.with_freshness(respond.document(body))
 
 
 def search_feed(*_view: object) -> Response:
     query = parse_search_query(request.args)
     require_synced()
+    require_grants()
     text = query.text
 
     def named(change: Change) -> bool:

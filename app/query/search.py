@@ -18,6 +18,11 @@ Ranking (best first), from the delimiters the texts carry:
     Tasks match on their own id, image and container labels, and on their service's name (reference
     §3.2), with the rank of that name match.
 
+ACL (reference §4.6): with a read predicate (``keep``; None when unrestricted) the matches are narrowed to
+readable objects before they are counted or ranked, so ``counts`` are the full counts minus hidden hits; a
+task found through its service's name belongs to a readable service, hence is readable itself. The
+narrowing runs in yielding slices (``app.query.listing.select_yielding``).
+
 Bounds: ``q`` at most 200 characters (``SEA002``); the segment rule runs on RE2 (linear time) over the
 names only; ``limit`` caps each kind's results at 1000.
 """
@@ -25,7 +30,7 @@ names only; ``limit`` caps each kind's results at 1000.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from itertools import accumulate, chain, compress, count, repeat
@@ -37,6 +42,7 @@ import re2
 from app.cache.entries import FIELD_MARK, NAME_MARK, Entry, image_reference
 from app.cache.store import Cache
 from app.errors import ProblemError
+from app.query.listing import select_yielding
 from app.query.representations import task_name
 from app.resources import ResourceKind
 
@@ -74,6 +80,9 @@ class SearchQuery:
     text: str      # lower-cased, trimmed, control characters removed
     limit: int     # results kept per kind
     original: str = ""   # as given (trimmed): echoed in the result
+
+
+Keep = Callable[[Entry], bool] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,13 +143,19 @@ class _Matches:
     """The matches of one kind: every entry containing the query, the segment-rule extras, and the
     entries of each rank, computed only when the selection of the best results gets to that rank."""
 
-    def __init__(self, corpus: _Corpus, query: str, segment: Any) -> None:
+    def __init__(self, corpus: _Corpus, query: str, segment: Any, keep: Keep = None) -> None:
         self.corpus, self.query = corpus, query
         self.hits = _occurrences(corpus, query)
         self.extra: list[int] = []
         if segment is not None:
             found = set(self.hits)
             self.extra = [i for i in _segment_hits(corpus, segment) if i not in found]
+        self._allowed: set[int] | None = None
+        if keep is not None:
+            source = corpus.source
+            self.hits = select_yielding(self.hits, lambda index: keep(source[index]))
+            self.extra = [index for index in self.extra if keep(source[index])]
+            self._allowed = set(self.hits)
         self._by_rank: dict[Rank, list[int]] | None = None
 
     @property
@@ -161,7 +176,9 @@ class _Matches:
                 for index in self.hits:
                     self._by_rank[_rank_of(self.corpus, index, needles)].append(index)
             return self._by_rank[rank]
-        return _occurrences(self.corpus, dict(needles)[rank])
+        found = _occurrences(self.corpus, dict(needles)[rank])
+        allowed = self._allowed
+        return found if allowed is None else [index for index in found if index in allowed]
 
 
 def _needles(query: str) -> tuple[tuple[Rank, str], ...]:
@@ -200,16 +217,16 @@ class SearchIndex:
             corpus = self._corpora[kind] = _build_corpus(source)
         return corpus
 
-    def search(self, query: SearchQuery) -> list[KindResult]:
-        """Every kind with at least one match, in the reference's order."""
+    def search(self, query: SearchQuery, keep: Keep = None) -> list[KindResult]:
+        """Every kind with at least one (readable) match, in the reference's order."""
         segment = _segment_program(query.text)
         results: list[KindResult] = []
         service_names: dict[str, Rank] = {}
         for kind in KIND_ORDER:
             if kind is ResourceKind.TASK:
-                result = self._tasks(query, service_names)
+                result = self._tasks(query, service_names, keep)
             else:
-                matches = _Matches(self._corpus(kind), query.text, segment)
+                matches = _Matches(self._corpus(kind), query.text, segment, keep)
                 if kind is ResourceKind.SERVICE:
                     service_names = _name_ranks(matches)
                 result = KindResult(kind, matches.count, _best(matches, query.limit))
@@ -217,10 +234,10 @@ class SearchIndex:
                 results.append(result)
         return results
 
-    def _tasks(self, query: SearchQuery, service_names: dict[str, Rank]) -> KindResult:
+    def _tasks(self, query: SearchQuery, service_names: dict[str, Rank], keep: Keep = None) -> KindResult:
         """Own-field matches and the tasks of services whose name matched, at that name's rank."""
         corpus = self._corpus(ResourceKind.TASK)
-        matches = _Matches(corpus, query.text, None)
+        matches = _Matches(corpus, query.text, None, keep)
         of_service = self._cache.task_ids_of_service
         by_name = set().union(*map(of_service, service_names))
         count = len(by_name.union(map(corpus.ids.__getitem__, matches.hits))) if by_name else len(matches.hits)
@@ -334,12 +351,12 @@ def _detail(cache: Cache, entry: Entry) -> str:
     return str(entry.activation["driver"])
 
 
-def result_item(cache: Cache, hit: Hit, base: str) -> dict[str, Any]:
+def result_item(cache: Cache, hit: Hit, base: str, keep: Keep = None) -> dict[str, Any]:
     """One result (reference §4.6): ``@id``, ``id``, ``name``, ``detail``, ``state`` (services, tasks),
     plus ``match`` (exact, prefix, substring or segment)."""
     entry = hit.entry
     item: dict[str, Any] = {"@id": f"{base}{entry.kind.spec.path}/{entry.id}", "id": entry.id,
-                            "name": task_name(cache, entry) if entry.kind is ResourceKind.TASK else entry.name,
+                            "name": task_name(cache, entry, keep) if entry.kind is ResourceKind.TASK else entry.name,
                             "detail": _detail(cache, entry)}
     if entry.kind is ResourceKind.SERVICE:
         item["state"] = _service_state(cache, entry)
@@ -349,11 +366,12 @@ def result_item(cache: Cache, hit: Hit, base: str) -> dict[str, Any]:
     return item
 
 
-def result_members(cache: Cache, query: SearchQuery, results: list[KindResult], base: str) -> dict[str, Any]:
+def result_members(cache: Cache, query: SearchQuery, results: list[KindResult], base: str,
+                   keep: Keep = None) -> dict[str, Any]:
     """The members of the SearchResult body after its JSON-LD envelope."""
     return {
         "query": query.original or query.text, "limit": query.limit,
-        "results": {r.kind.spec.plural: [result_item(cache, hit, base) for hit in r.hits] for r in results},
+        "results": {r.kind.spec.plural: [result_item(cache, hit, base, keep) for hit in r.hits] for r in results},
         "counts": {r.kind.spec.plural: r.count for r in results},
         "total": sum(r.count for r in results),
     }
