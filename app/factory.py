@@ -13,6 +13,7 @@ from pathlib import Path
 
 from flask import Flask
 
+from app.auth.oidc_routes import blp as oidc_blp
 from app.blueprints import auth as auth_views
 from app.blueprints import cluster, events, history, insight, logs, meta, metrics, service_actions, spa, topology
 from app.blueprints.node_writes import blp as node_writes_blp
@@ -68,6 +69,7 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
     api.register_blueprint(service_subresources_blp)   # /services/<id>/<sub>: GET, PUT, PATCH
     for blueprint in (swarm_blp, plugins_blp):   # /swarm and /plugins: engine reads and gated writes
         api.register_blueprint(blueprint)
+    api.register_blueprint(oidc_blp)   # /auth/login, /auth/callback, /auth/logout (404 unless auth.mode = oidc)
     api.register_blueprint(auth_views.blp)   # /auth/whoami, /profile
     wsgi = FormatExtensions(app.wsgi_app)
     app.wsgi_app = BasePath(wsgi, settings.base_path) if settings.base_path else wsgi  # type: ignore[method-assign]

@@ -10,6 +10,7 @@ from typing import Any
 from flask import Flask
 from flask_smorest import Api
 
+from app.auth.oidc_routes import document_login_redirects
 from app.http.auth import BYPASS_PREFIXES
 from app.http.feed_docs import document_feeds
 from app.http.negotiation import JSON, JSON_V1
@@ -83,6 +84,7 @@ def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
         content.update(copy.deepcopy(_HTML))
     document_feeds(document)
     document_streams(document, base_path)
+    document_login_redirects(document)
     return document
 
 
