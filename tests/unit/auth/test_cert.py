@@ -170,7 +170,9 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                                san="URI:spiffe://shoal.test/ns/ops/sa/deployer,email:deployer@example.com"),
             "email": ca.issue("email", "/OU=engineering/OU=ops/CN=Alice Example", san="email:alice@example.com"),
             "stranger": other.issue("stranger", "/CN=mallory"),
-            "expired": ca.issue("expired", "/CN=old", start="20200101000000Z", end="20200102000000Z")}
+            "expired": ca.issue("expired", "/CN=old", start="20200101000000Z", end="20200102000000Z"),
+            "future": ca.issue("future", "/CN=soon", start="20400101000000Z", end="20400102000000Z"),
+            "server-only": ca.issue("server-only", "/CN=web", san="DNS:web.example.com", server=True)}
 
 
 def handshake(pki: dict[str, Any], client: Pair | None) -> dict[str, Any] | None:
@@ -221,8 +223,9 @@ def test_no_client_certificate_completes_the_handshake_without_a_peer(pki: dict[
     assert handshake(pki, None) is None
 
 
-@pytest.mark.parametrize("name", ["stranger", "expired"])
-def test_a_certificate_of_another_ca_or_expired_fails_the_handshake(pki: dict[str, Any], name: str) -> None:
+@pytest.mark.parametrize("name", ["stranger", "expired", "future", "server-only"])
+def test_a_certificate_of_another_ca_out_of_date_or_not_for_clients_fails_the_handshake(
+        pki: dict[str, Any], name: str) -> None:
     with pytest.raises(ssl.SSLError) as failure:
         handshake(pki, pki[name])
     assert failure.value.reason in ("CERTIFICATE_VERIFY_FAILED", "TLSV1_ALERT_UNKNOWN_CA",
