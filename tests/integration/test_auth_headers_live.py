@@ -192,3 +192,42 @@ def test_credentials_never_logged(stack: Stack) -> None:
     log = stack.service_log()
     for leaked in (token, basic, PASSWORDS["alice"], SECRET):
         assert leaked not in log
+
+
+# ---------------------------------------------------------------------------- /auth/whoami and /profile
+def test_whoami_through_the_proxy(stack: Stack) -> None:
+    answer = requests.get(f"{stack.proxy.url}/auth/whoami", auth=("alice", PASSWORDS["alice"]),
+                          headers={**JSON_ACCEPT, "X-Forwarded-User": FORGED}, timeout=10)
+    assert answer.status_code == 200, answer.text[:500]
+    assert answer.headers["Cache-Control"] == "no-store"
+    body = answer.json()
+    assert (body["@type"], body["subject"], body["displayName"], body["provider"]) == \
+        ("Identity", "alice", "alice", "headers")
+    assert body["email"] == "alice@example.com" and body["groups"] == ["ops", "dev"]
+    assert body["raw"] == {"X-Forwarded-User": "alice", "X-Forwarded-Groups": "ops, dev",
+                           "X-Forwarded-Email": "alice@example.com"}
+    assert SECRET not in answer.text and FORGED not in answer.text
+
+
+def test_profile_shows_provider_grants(stack: Stack) -> None:
+    answer = requests.get(f"{stack.proxy.url}/profile", auth=("carol", PASSWORDS["carol"]), headers=JSON_ACCEPT,
+                          timeout=10)
+    assert answer.status_code == 200, answer.text[:500]
+    body = answer.json()
+    assert body["subject"] == "carol" and "groups" not in body
+    assert body["permissions"] == {"service:demo_web": ["read"]}
+    assert json.loads(body["raw"][ACL_HEADER]) == CAROL_GRANTS
+
+
+def test_whoami_direct_is_checked_like_any_path(stack: Stack) -> None:
+    session = requests.Session()
+    session.mount("http://", SourceAddress("127.0.0.2"))
+    forged = session.get(f"{stack.service}/auth/whoami", timeout=10,
+                         headers={**JSON_ACCEPT, "X-Forwarded-User": FORGED, SECRET_HEADER: SECRET})
+    assert_unauthenticated(forged, "not from a trusted proxy")
+    no_secret = requests.get(f"{stack.service}/auth/whoami", headers={**JSON_ACCEPT, "X-Forwarded-User": FORGED},
+                             timeout=10)
+    assert_unauthenticated(no_secret, "secret")
+    proxied = requests.get(f"{stack.service}/auth/whoami", timeout=10,
+                           headers={**JSON_ACCEPT, "X-Forwarded-User": "dave", SECRET_HEADER: SECRET})
+    assert proxied.status_code == 200 and proxied.json()["subject"] == "dave"
