@@ -59,7 +59,7 @@ class Server:
 @pytest.fixture(scope="module")
 def server(docker_host: str, engine: docker.APIClient,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    web = engine.services(filters={"name": "demo_web"})
+    web = engine.services(filters={"name": "demo_web"})  # type: ignore[no-untyped-call]
     web_id = next(s["ID"] for s in web if s["Spec"]["Name"] == "demo_web")
     folder = tmp_path_factory.mktemp("acl-reload")
     policy = folder / "policy.json"
