@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from app.acl.evaluator import Access, Key, keys_of
 from app.cache.store import Cache
+from app.http.acl_read import finding_keys
 from app.recommendations.findings import Finding
 from app.resources import STACK_LABEL, ResourceKind
 from app.streams.events import Built
-
-SWARM_KEY: Key = ("swarm", "cluster")
 
 
 def event_keys(cache: Cache, item: Built) -> tuple[Key, ...]:
@@ -47,15 +46,6 @@ def may_read(access: Access | None, cache: Cache, item: Built) -> bool:
     return access is None or access.unrestricted or access.allows_any("read", event_keys(cache, item))
 
 
-def finding_keys(cache: Cache, finding: Finding) -> list[Key]:
-    """A finding's ACL key (reference §4.7): its service (and that service's stack) or node, else the swarm."""
-    if finding.resource_type == "service":
-        service = cache.get(ResourceKind.SERVICE, finding.resource_id)
-        return keys_of(service, cache) if service is not None else [("service", finding.resource_name)]
-    if finding.resource_type == "node":
-        return [("node", finding.resource_name)]
-    return [SWARM_KEY]
-
-
 def may_read_finding(access: Access | None, cache: Cache, finding: Finding) -> bool:
+    """A finding's keys (reference §4.7) are those the ``/recommendations`` read uses."""
     return access is None or access.unrestricted or access.allows_any("read", finding_keys(cache, finding))

@@ -9,7 +9,7 @@ from flask import Response, request
 from werkzeug.exceptions import NotFound
 
 from app.errors import ProblemError
-from app.http.acl import require_read
+from app.http.acl_read import require_entry
 from app.resources import ResourceKind
 from app.runtime import current_runtime
 from app.streams.events import ALL, ScopeKey, kind_key, object_key, stack_key
@@ -68,7 +68,7 @@ def object_stream(kind: ResourceKind) -> Handler:
         entry = current_runtime().cache.get(kind, object_id)
         if entry is None:
             raise NotFound(f"No {kind.value} {object_id!r}.")
-        require_read(entry)
+        require_entry(entry)
         scope = stack_key(object_id) if kind is ResourceKind.STACK else object_key(kind, object_id)
         return stream_response(frozenset({scope}))
 
