@@ -1,6 +1,8 @@
 """Cluster-wide reads: ``/cluster`` (overview, reference §4.3), ``/cluster/capacity``, ``/disk-usage`` and
 ``/stacks/summary``. Computed from the cache by ``app.cluster``, except disk usage, which asks the engine
-(``app.engine.system``). ``/stacks/summary`` is a static rule and werkzeug ranks static rules before
+(``app.engine.system``). With an ACL policy each needs the caller to hold at least one grant (reference
+§1.2); ``/stacks/summary`` lists only readable stacks, the overview and capacity stay cluster-wide counts.
+``/stacks/summary`` is a static rule and werkzeug ranks static rules before
 ``/stacks/<name>``, so it wins over a stack named "summary" (that stack stays listed in ``/stacks``).
 """
 
@@ -19,6 +21,7 @@ from app.cluster.overview import overview
 from app.cluster.stacks import summaries
 from app.engine.system import SystemInfo, docker_client
 from app.http import admission, respond
+from app.http.acl_read import read_filter, require_grants
 from app.http.jsonld import envelope
 from app.http.negotiation import negotiated
 from app.runtime import current_runtime, runtime_of
@@ -59,9 +62,10 @@ def _collection(items: list[dict[str, Any]]) -> Response:
 @blp.route("/cluster")
 class Cluster(MethodView):
     @blp.response(200, ClusterV1, description="Counts and health of the whole cluster.")
-    @errors(blp, 503)
+    @errors(blp, 403, 503)
     @negotiated()
     def get(self) -> Response:
+        require_grants()
         runtime = current_runtime()
         return _document("Cluster", overview(runtime.cache, prometheus_configured=bool(runtime.settings.prometheus_url),
                                              local_node_id=system_info().local_node_id()))
@@ -70,9 +74,10 @@ class Cluster(MethodView):
 @blp.route("/cluster/capacity")
 class Capacity(MethodView):
     @blp.response(200, CapacityV1, description="CPU and memory per node and in total: offered, reserved, left.")
-    @errors(blp, 503)
+    @errors(blp, 403, 503)
     @negotiated()
     def get(self) -> Response:
+        require_grants()
         return _document("ClusterCapacity", capacity(current_runtime().cache))
 
 
@@ -80,16 +85,18 @@ class Capacity(MethodView):
 @admission.exempt   # waits on the engine (docker system df), computes nothing
 class DiskUsage(MethodView):
     @blp.response(200, DiskUsageCollectionV1, description="images, containers, volumes, buildCache.")
-    @errors(blp, 501, 503, codes=_ENGINE_ERRORS)
+    @errors(blp, 403, 501, 503, codes=_ENGINE_ERRORS)
     @negotiated()
     def get(self) -> Response:
+        require_grants()
         return _collection(system_info().disk_usage())
 
 
 @blp.route("/stacks/summary")
 class StackSummary(MethodView):
     @blp.response(200, StackSummaryCollectionV1, description="One row per stack, by name; unpaginated.")
-    @errors(blp, 503)
+    @errors(blp, 403, 503)
     @negotiated()
     def get(self) -> Response:
-        return _collection(summaries(current_runtime().cache))
+        require_grants()
+        return _collection(summaries(current_runtime().cache, read_filter()))

@@ -3,7 +3,8 @@
 ``app.http.metrics`` and ``app.metrics``.
 
 The whole blueprint is exempt from the admission gate: its views wait on Prometheus (up to 30 s), and
-holding the gate through that round-trip would stall every other reader for nothing.
+holding the gate through that round-trip would stall every other reader for nothing. With an ACL policy
+every view (and the live stream) needs the caller to hold at least one grant (reference §1.2).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from flask_smorest import Blueprint
 from app.blueprints.docs import errors
 from app.http import admission
 from app.http import metrics as views
+from app.http.acl_read import require_grants
 from app.http.negotiation import negotiated
 from app.schemas.v1.metrics import (
     ClusterMetricsV1,
@@ -29,6 +31,11 @@ from app.schemas.v1.metrics import (
 
 blp = Blueprint("metrics", __name__, description="Prometheus proxy: queries, live stream, labels, status.")
 admission.exempt(blp)
+
+
+def _granted_stream(*view: object) -> Response:
+    require_grants()
+    return views.stream(*view)
 
 _UPSTREAM = {502: "Prometheus unreachable, timed out, too large an answer (10 MiB) or a non-2xx answer, "
                   "with Prometheus's message (MTR002).",
@@ -49,11 +56,12 @@ class Metrics(MethodView):
     @blp.doc(parameters=[{"in": "query", "schema": MetricsQueryV1}], **_STREAM_DOC)
     @blp.response(200, PrometheusAnswerV1, description="Prometheus's answer verbatim (instant, or range with "
                                                         "start and end); or the live stream.")
-    @errors(blp, 400, 429, 502, 503, codes={
+    @errors(blp, 400, 403, 429, 502, 503, codes={
         **_UPSTREAM, 400: "query missing (MTR003); stream step not an integer from 5 to 300 (MTR004).",
         429: "Too many metrics streams (MTR005); see Retry-After."})
-    @negotiated(sse=views.stream)
+    @negotiated(sse=_granted_stream)
     def get(self) -> Response:
+        require_grants()
         return views.query()
 
 
@@ -61,9 +69,10 @@ class Metrics(MethodView):
 class MetricsStatus(MethodView):
     @blp.response(200, MetricsStatusV1, description="Whether Prometheus is configured and reachable, and "
                                                      "which exporters it scrapes.")
-    @errors(blp)
+    @errors(blp, 403)
     @negotiated()
     def get(self) -> Response:
+        require_grants()
         return views.status()
 
 
@@ -71,9 +80,10 @@ class MetricsStatus(MethodView):
 class MetricsLabels(MethodView):
     @blp.doc(parameters=[{"in": "query", "schema": LabelsQueryV1}])
     @blp.response(200, PrometheusAnswerV1, description="Label names, Prometheus's answer verbatim.")
-    @errors(blp, 502, 503, codes=_UPSTREAM)
+    @errors(blp, 403, 502, 503, codes=_UPSTREAM)
     @negotiated()
     def get(self) -> Response:
+        require_grants()
         return views.labels()
 
 
@@ -81,18 +91,20 @@ class MetricsLabels(MethodView):
 class MetricsLabelValues(MethodView):
     @blp.doc(parameters=[{"in": "query", "schema": LabelValuesQueryV1}])
     @blp.response(200, PrometheusAnswerV1, description="Values of one label, Prometheus's answer verbatim.")
-    @errors(blp, 400, 502, 503, codes={**_UPSTREAM, 400: "Label name blank (MTR006)."})
+    @errors(blp, 400, 403, 502, 503, codes={**_UPSTREAM, 400: "Label name blank (MTR006)."})
     @negotiated()
     def get(self, name: str) -> Response:
+        require_grants()
         return views.label_values(name)
 
 
 @blp.route("/metrics/labels/")
 class MetricsLabelUnnamed(MethodView):
     @blp.response(200, PrometheusAnswerV1, description="Never: the label name is missing.")
-    @errors(blp, 400, codes={400: "Label name missing (MTR006)."})
+    @errors(blp, 400, 403, codes={400: "Label name missing (MTR006)."})
     @negotiated()
     def get(self) -> Response:
+        require_grants()
         return views.label_values("")
 
 
@@ -100,7 +112,8 @@ class MetricsLabelUnnamed(MethodView):
 class ClusterMetrics(MethodView):
     @blp.response(200, ClusterMetricsV1, description="CPU, memory and root-disk use over every node-exporter "
                                                       "target.")
-    @errors(blp, 502, 503, codes=_UPSTREAM)
+    @errors(blp, 403, 502, 503, codes=_UPSTREAM)
     @negotiated()
     def get(self) -> Response:
+        require_grants()
         return views.cluster()

@@ -21,6 +21,8 @@ from app.engine.plugins import PluginEngine
 from app.engine.swarm import EngineCalls, Raw
 from app.errors import ProblemError
 from app.http import admission, respond, writes
+from app.http.acl import current_access
+from app.http.acl_read import require_key
 from app.http.jsonld import envelope
 from app.http.negotiation import negotiated
 from app.runtime import app_engine
@@ -58,8 +60,10 @@ def detail(plugin: Raw, *, status: int = 200) -> Response:
 
 
 def collection() -> Response:
-    base = respond.base_path()
-    items = [{"@id": base + plugin_path(p), "@type": "Plugin", **p} for p in plugin_engine().all()]
+    """Every plugin the caller may read (``plugin:<Name>``; reference §1.2: filtered, no grant needed)."""
+    base, access = respond.base_path(), current_access()
+    items = [{"@id": base + plugin_path(p), "@type": "Plugin", **p} for p in plugin_engine().all()
+             if access.allows("read", "plugin", str(p.get("Name") or p.get("Id") or ""))]
     body = envelope(base, request.path, "Collection")
     body.update(items=items, total=len(items), limit=len(items), offset=0)
     return respond.document(body)
@@ -141,10 +145,12 @@ class Privileges(MethodView):
 @blp.route("/plugins/<name>")
 class Plugin(MethodView):
     @blp.response(200, PluginV1, description="The plugin as the engine has it.")
-    @errors(blp, 404, 503, codes=_READ_ERRORS)
+    @errors(blp, 403, 404, 503, codes=_READ_ERRORS)
     @negotiated()
     def get(self, name: str) -> Response:
-        return detail(plugin_engine().inspect(name))
+        plugin = plugin_engine().inspect(name)
+        require_key("plugin", str(plugin.get("Name") or name), sent=name)
+        return detail(plugin)
 
     @write_documented(blp, "remove_plugin", description=(
         "Remove the plugin; force=true removes an enabled one too. 404 PLG004; 409 ENG003 when it is enabled "

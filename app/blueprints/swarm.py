@@ -18,6 +18,7 @@ from app.blueprints.docs import errors, write_documented
 from app.engine.swarm import SECTIONS, EngineCalls, Section, SwarmEngine, patched_spec
 from app.errors import ProblemError
 from app.http import admission, respond, writes
+from app.http.acl_read import require_grants
 from app.http.allow import write_refusal
 from app.http.conditional import parse_engine_time
 from app.http.jsonld import envelope
@@ -67,9 +68,10 @@ def may_see_tokens() -> bool:
 @blp.route("/swarm")
 class Swarm(MethodView):
     @blp.response(200, SwarmV1, description="The swarm object as the engine has it, and the manager address.")
-    @errors(blp, 501, 503, codes=_ENGINE_ERRORS)
+    @errors(blp, 403, 501, 503, codes=_ENGINE_ERRORS)
     @negotiated()
     def get(self) -> Response:
+        require_grants()   # a cluster-wide read (reference §1.2)
         swarm = swarm_engine().inspect()
         if not may_see_tokens():
             tokens = swarm.get("JoinTokens")

@@ -2,7 +2,8 @@
 members), GraphML or DOT (logical graph only), by Accept or extension (``app.http.graph_formats``). The
 legacy flat views ``/topology/networks`` and ``/topology/placement`` carry ``Deprecation: true`` and a
 ``successor-version`` link to ``/topology``. Graphs are built by ``app.topology``; only JSON bodies get an
-ETag (the shared layer validates JSON and feeds).
+ETag (the shared layer validates JSON and feeds). With an ACL policy every view needs at least one grant
+(reference §1.2) and shows only readable services, nodes and tasks (``app.topology``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from flask_smorest import Blueprint
 
 from app.blueprints.docs import errors
 from app.http import respond
+from app.http.acl_read import read_filter, require_grants
 from app.http.graph_formats import DOT, GRAPHML, JGF, current_graph_media, graph_negotiated
 from app.http.jsonld import CONTEXT_PATH, envelope
 from app.http.links import link
@@ -54,14 +56,15 @@ def _deprecated(response: Response) -> Response:
 class Topology(MethodView):
     @blp.response(200, TopologyV1, description="JGF {graphs: [network, placement]}; GraphML; DOT.")
     @blp.doc(responses=_GRAPH_CONTENT)
-    @errors(blp, 503)
+    @errors(blp, 403, 503)
     @graph_negotiated
     def get(self) -> Response:
-        cache, context, media = current_runtime().cache, _context(), current_graph_media()
-        logical = logical_graph(cache, context)
+        require_grants()
+        cache, context, media, keep = current_runtime().cache, _context(), current_graph_media(), read_filter()
+        logical = logical_graph(cache, context, keep)
         if media == DOT:
             return respond.with_freshness(Response(dot.render(logical), content_type=DOT + "; charset=utf-8"))
-        graphs = [logical, physical_graph(cache, context)]
+        graphs = [logical, physical_graph(cache, context, keep)]
         if media == GRAPHML:
             return respond.with_freshness(Response(graphml.render(graphs), content_type=GRAPHML + "; charset=utf-8"))
         return _json("Topology", "/topology", jgf.document(graphs), content_type=JGF if media == JGF else None)
@@ -71,10 +74,11 @@ class Topology(MethodView):
 class NetworkTopology(MethodView):
     @blp.response(200, NetworkTopologyV1, description="Deprecated: the logical graph, flat.",
                   headers={"Deprecation": {"schema": {"type": "string"}, "description": "true"}})
-    @errors(blp, 503)
+    @errors(blp, 403, 503)
     @negotiated()
     def get(self) -> Response:
-        view = legacy.networks_view(logical_graph(current_runtime().cache, _context()))
+        require_grants()
+        view = legacy.networks_view(logical_graph(current_runtime().cache, _context(), read_filter()))
         return _deprecated(_json("NetworkTopology", request.path, view))
 
 
@@ -82,8 +86,9 @@ class NetworkTopology(MethodView):
 class PlacementTopology(MethodView):
     @blp.response(200, PlacementTopologyV1, description="Deprecated: the physical graph, flat.",
                   headers={"Deprecation": {"schema": {"type": "string"}, "description": "true"}})
-    @errors(blp, 503)
+    @errors(blp, 403, 503)
     @negotiated()
     def get(self) -> Response:
-        view = legacy.placement_view(physical_graph(current_runtime().cache, _context()))
+        require_grants()
+        view = legacy.placement_view(physical_graph(current_runtime().cache, _context(), read_filter()))
         return _deprecated(_json("PlacementTopology", request.path, view))

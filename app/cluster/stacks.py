@@ -10,6 +10,7 @@ included, as ``/cluster`` does.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from app.cache.entries import Entry
@@ -50,7 +51,8 @@ def _summary(cache: Cache, stack: Entry, budget: list[int]) -> dict[str, Any]:
     return row
 
 
-def summaries(cache: Cache) -> list[dict[str, Any]]:
-    """Every stack, by name."""
+def summaries(cache: Cache, readable: Callable[[Entry], bool] | None = None) -> list[dict[str, Any]]:
+    """Every stack (that ``readable`` keeps: the ACL), by name."""
     budget = [PART]
-    return [_summary(cache, stack, budget) for stack in cache.sorted_entries(ResourceKind.STACK, "name")]
+    return [_summary(cache, stack, budget) for stack in cache.sorted_entries(ResourceKind.STACK, "name")
+            if readable is None or readable(stack)]

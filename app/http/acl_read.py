@@ -102,10 +102,11 @@ def require_entry(entry: Entry) -> Entry:
     return entry
 
 
-def require_key(resource_type: str, name: str) -> None:
-    """403 ACL001 unless a read grant covers ``<resource_type>:<name>`` (plugins: not cached objects)."""
+def require_key(resource_type: str, name: str, sent: str | None = None) -> None:
+    """403 ACL001 unless a read grant covers ``<resource_type>:<name>`` (plugins: not cached objects); the
+    refusal names the key as the caller ``sent`` it (a plugin's id stays an id)."""
     if not current_access().allows("read", resource_type, name):
-        raise denied(f"{resource_type}:{name}")
+        raise denied(f"{resource_type}:{sent or name}")
 
 
 def require_grants() -> None:

@@ -9,6 +9,10 @@ overlay networks they share, grouped by stack (reference §4.8).
   every service publishing a port joins) and non-overlay networks make no edges.
 - Hyperedges: one per stack ``{kind: "stack", name}`` over its services.
 
+ACL (``readable``, None when unrestricted): only readable services are nodes; edges join readable services
+only and list only readable networks (an edge left with none is dropped); a stack hyperedge needs the stack
+to be readable and spans its readable services.
+
 A network shared by n services makes n(n-1)/2 edges; the pair loop gives the event loop a turn every
 ``PART`` pairs.
 """
@@ -16,6 +20,7 @@ A network shared by n services makes n(n-1)/2 edges; the pair loop gives the eve
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from app.cache.entries import Entry, dig, image_reference, service_mode
@@ -26,6 +31,7 @@ from app.resources import ResourceKind
 from app.topology.model import Graph, GraphEdge, GraphNode, HyperEdge, Metadata, urn
 
 PART = 5_000
+Readable = Callable[[Entry], bool] | None
 
 
 def ports(raw: dict[str, Any]) -> list[str]:
@@ -72,7 +78,7 @@ def _network_ref(network: Entry, aliases: dict[str, list[str]]) -> Metadata:
     return ref
 
 
-def _edges(cache: Cache, services: list[Entry], context: str) -> list[GraphEdge]:
+def _edges(cache: Cache, services: list[Entry], context: str, readable: Readable = None) -> list[GraphEdge]:
     members: dict[str, list[tuple[str, list[str]]]] = defaultdict(list)   # network id → (service URN, aliases)
     for service in services:
         for network_id, aliases in attachments(service).items():
@@ -81,7 +87,7 @@ def _edges(cache: Cache, services: list[Entry], context: str) -> list[GraphEdge]
     done = 0
     for network_id in sorted(members):
         network = cache.get(ResourceKind.NETWORK, network_id)
-        if network is None or not is_overlay(network):
+        if network is None or not is_overlay(network) or (readable is not None and not readable(network)):
             continue
         attached = sorted(members[network_id])
         for index, (first, first_aliases) in enumerate(attached):
@@ -95,18 +101,25 @@ def _edges(cache: Cache, services: list[Entry], context: str) -> list[GraphEdge]
             for (source, target), networks in sorted(pairs.items())]
 
 
-def _stacks(cache: Cache, context: str) -> list[HyperEdge]:
+def _stacks(cache: Cache, context: str, shown: set[str] | None = None, readable: Readable = None) -> list[HyperEdge]:
     stacks = []
     for stack in cache.sorted_entries(ResourceKind.STACK, "name"):
-        services = sorted(urn("service", service_id) for service_id in stack.raw.get("services") or ())
+        if readable is not None and not readable(stack):
+            continue
+        services = sorted(urn("service", service_id) for service_id in stack.raw.get("services") or ()
+                          if shown is None or service_id in shown)
         if services:
             stacks.append(HyperEdge(services, {"@context": context, "kind": "stack", "name": stack.name}))
     return stacks
 
 
-def logical_graph(cache: Cache, context: str) -> Graph:
+def logical_graph(cache: Cache, context: str, readable: Readable = None) -> Graph:
     services = cache.sorted_entries(ResourceKind.SERVICE, "name")
+    shown: set[str] | None = None
+    if readable is not None:
+        services = [service for service in services if readable(service)]
+        shown = {service.id for service in services}
     return Graph("network", "network-topology", "Service network topology", directed=False,
                  metadata={"@context": context, "@type": "NetworkTopology"},
                  nodes=[service_node(cache, service, context) for service in services],
-                 edges=_edges(cache, services, context), hyperedges=_stacks(cache, context))
+                 edges=_edges(cache, services, context, readable), hyperedges=_stacks(cache, context, shown, readable))

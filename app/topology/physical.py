@@ -7,13 +7,16 @@
   the cache no longer holds is named in its tasks but is no member).
 
 Placed tasks are the current ones: assigned to a node, desired state other than ``shutdown`` (what
-``docker service ps`` shows without the task history). The task walk gives the event loop a turn every
+``docker service ps`` shows without the task history). ACL (``readable``, None when unrestricted): only
+readable nodes and services; a readable service's tasks are readable (its keys are theirs); hyperedge
+members are readable nodes only (a task still names its node's id). The task walk gives the event loop a turn every
 ``PART`` tasks.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 
 from app.cache.entries import Entry, dig, image_reference
 from app.cache.store import Cache
@@ -55,12 +58,15 @@ def placed_tasks(cache: Cache) -> dict[str, list[Entry]]:
     return by_service
 
 
-def physical_graph(cache: Cache, context: str) -> Graph:
+def physical_graph(cache: Cache, context: str, readable: Callable[[Entry], bool] | None = None) -> Graph:
+    def shown(entry: Entry | None) -> bool:
+        return entry is not None and (readable is None or readable(entry))
+
     nodes = [GraphNode(urn("node", node.id), node.name, {
         "@context": context, "kind": "node", "role": node.activation["role"], "state": node.activation["state"],
         "availability": node.activation["availability"]})
-        for node in cache.sorted_entries(ResourceKind.NODE, "hostname")]
-    services = cache.sorted_entries(ResourceKind.SERVICE, "name")
+        for node in cache.sorted_entries(ResourceKind.NODE, "hostname") if shown(node)]
+    services = [service for service in cache.sorted_entries(ResourceKind.SERVICE, "name") if shown(service)]
     nodes += [GraphNode(urn("service", service.id), service.name, {
         "@context": context, "kind": "service",
         "image": _image(service.raw, "Spec", "TaskTemplate", "ContainerSpec", "Image")}) for service in services]
@@ -71,7 +77,7 @@ def physical_graph(cache: Cache, context: str) -> Graph:
         if not tasks:
             continue
         node_keys = sorted({urn("node", node_id) for node_id in (str(task.activation["node"]) for task in tasks)
-                            if cache.get(ResourceKind.NODE, node_id) is not None})
+                            if shown(cache.get(ResourceKind.NODE, node_id))})
         hyperedges.append(HyperEdge([urn("service", service.id), *node_keys], {
             "@context": context, "kind": "placement", "tasks": [_task_ref(task) for task in tasks]}))
     return Graph("placement", "placement-topology", "Task placement", directed=False,
