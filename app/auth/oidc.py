@@ -45,6 +45,27 @@ CHALLENGE = "Bearer"
 _SAFE_ERROR = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _CONTROL = re.compile(r"[\x00-\x20\x7f\\]")
 _G_CLEAR = "oidc_clear_cookies"
+MAX_REVOKED = 10_000           # logged-out sessions remembered (the oldest are forgotten first)
+
+
+class RevokedSessions:
+    """Session ids ended by a logout, until the latest time such a session could still be valid: a copy
+    of the cookie is refused afterwards. In memory (one worker): a restart forgets them."""
+
+    def __init__(self, cap: int = MAX_REVOKED) -> None:
+        self._until: dict[str, float] = {}
+        self._cap = cap
+
+    def add(self, sid: str, until: float) -> None:
+        now = time.time()
+        for old in [key for key, end in self._until.items() if end <= now]:
+            del self._until[old]
+        while len(self._until) >= self._cap:
+            del self._until[next(iter(self._until))]
+        self._until[sid] = until
+
+    def __contains__(self, sid: object) -> bool:
+        return isinstance(sid, str) and self._until.get(sid, 0.0) > time.time()
 
 
 def safe_redirect(value: str | None, base_path: str) -> str:
@@ -85,6 +106,7 @@ class OidcProvider:
         self.verifier = TokenVerifier(self.discovery, self.client_id)
         key = settings.oidc_session_key or secrets.token_bytes(32)   # random: sessions end with the process
         self.cookies = SignedCookies(key, secure=settings.tls_enabled)
+        self.revoked = RevokedSessions()
 
     # ------------------------------------------------------------------ Provider protocol
     def init_app(self, app: Flask) -> None:
@@ -103,7 +125,10 @@ class OidcProvider:
             self._unauthenticated(request, "No credentials: log in at /auth/login, or send "
                                            "Authorization: Bearer <token>.")
         try:
-            return identity_from_dict(self.cookies.open(SESSION, value))
+            payload = self.cookies.open(SESSION, value)
+            if payload.get("sid") in self.revoked:
+                raise CookieInvalid("the session has been logged out")
+            return identity_from_dict(payload)
         except (CookieInvalid, ValueError) as exc:
             g.setdefault(_G_CLEAR, set()).add(SESSION)
             reason = str(exc) if isinstance(exc, CookieInvalid) else "the session cookie is malformed"
@@ -222,7 +247,7 @@ class OidcProvider:
         return dict(token)
 
     def _session_value(self, identity: Identity, expires: float) -> str:
-        payload = identity_to_dict(identity)
+        payload = {**identity_to_dict(identity), "sid": secrets.token_urlsafe(12)}
         try:
             return self.cookies.seal(SESSION, payload, expires)
         except ValueError:
@@ -234,9 +259,16 @@ class OidcProvider:
                                                 "reduce the groups or grants claims.") from None
 
     def logout(self, request: Request) -> WerkzeugResponse:
-        """303 to the provider's end-session endpoint (or the base path) with both cookies cleared."""
+        """303 to the provider's end-session endpoint (or the base path) with both cookies cleared and the
+        session id remembered as ended."""
         if not self._same_origin(request):
             raise Forbidden("Cross-origin logout refused: POST /auth/logout from this service's own pages.")
+        try:
+            sid = self.cookies.open(SESSION, self.cookies.read(SESSION, request.cookies)).get("sid")
+            if isinstance(sid, str):
+                self.revoked.add(sid, time.time() + SESSION_LIFETIME)
+        except CookieInvalid:
+            pass   # no valid session: clearing the cookie is all there is to do
         try:
             end_session = self.discovery.metadata().get("end_session_endpoint")
         except ProviderUnavailable:
