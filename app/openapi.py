@@ -27,7 +27,8 @@ _HTML = {"text/html": {"schema": {"type": "string", "description": "the dashboar
 _UNAUTHENTICATED = {
     "description": "AUT001: no valid credentials (auth.mode other than none).",
     "headers": {"WWW-Authenticate": {"schema": {"type": "string"},
-                                     "description": "The mode's challenge (Bearer for oidc, Proxy for headers)."}},
+                                     "description": "The mode's challenge when it has one (Bearer for oidc, "
+                                                    "Proxy for headers; none for cert: mTLS has no scheme)."}},
     "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/ProblemV1"}}},
 }
 
