@@ -15,6 +15,7 @@ from werkzeug.exceptions import NotFound
 
 from app.cache.entries import Entry
 from app.http import respond, writes
+from app.http.acl_read import require_entry
 from app.resources import ResourceKind
 from app.runtime import current_runtime
 from app.writes import labels
@@ -35,7 +36,8 @@ def _document(entry: Entry) -> dict[str, Any]:
 
 
 def read(kind: ResourceKind, object_id: str) -> Response:
-    entry = lookup(kind, object_id)
+    """The GET: 403 ACL001 when the caller may not read the object."""
+    entry = require_entry(lookup(kind, object_id))
     body = writes.answer_document(request.path, TYPES[kind], _document(entry))
     return respond.with_freshness(body)
 

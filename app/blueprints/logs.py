@@ -1,7 +1,8 @@
 """``/services/{id}/logs``, ``/tasks/{id}/logs``, ``/stacks/{name}/logs``: JSON page, live tail, text.
 
 Thin views: the work is in ``app.logs`` (parameters, pages, tails) and ``app.engine.logs`` (engine calls).
-Every view waits on the engine, so none holds the admission gate (``admission.exempt``).
+Every view waits on the engine, so none holds the admission gate (``admission.exempt``). ACL: a service's
+or task's logs need read on it (403 ``ACL001``); a stack's merge only its readable services (none: 403).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from flask_smorest import Blueprint
 
 from app.blueprints.docs import errors
 from app.http import admission
+from app.http.acl_read import denied, read_filter, require_entry
 from app.http.negotiation import negotiated
 from app.logs import responses
 from app.logs.facility import init_logs
@@ -35,6 +37,7 @@ _CODES = {
     400: "stream not stdout/stderr (LOG002), bad after/since (LOG003), bad before (LOG004), before on a live "
          "stream (LOG005).",
     404: "No such service, task or stack (generic about:blank problem).",
+    403: "Read access denied by the ACL policy (ACL001).",
     429: "Too many log streams (LOG001), with Retry-After: 5.",
     500: "Engine log read failed (LOG006), frames unparsable (LOG007), live stream not opened (LOG008).",
 }
@@ -53,7 +56,7 @@ def documented(what: str) -> Callable[[F], F]:
                                     "description": "live tail: start after this line timestamp"}],
                        responses={"200": {"description": f"The {what}'s logs.", "content": {
                            "application/json": {"schema": LogResponseV1}, **_CONTENT}}})(view)
-        view = errors(blp, 400, 404, 429, 503, codes=_CODES)(view)
+        view = errors(blp, 400, 403, 404, 429, 503, codes=_CODES)(view)
         return blp.response(200, LogResponseV1, description=f"The {what}'s logs.")(view)  # type: ignore[no-any-return]
     return decorate
 
@@ -72,7 +75,8 @@ def serve(targets_of: responses.TargetsOf, filename: str) -> Response:
 class ServiceLogs(MethodView):
     @documented("service")
     def get(self, service_id: str) -> Response:
-        return serve(lambda: service_targets(current_runtime().cache, service_id), f"service-{service_id}")
+        return serve(lambda: service_targets(current_runtime().cache, service_id, require_entry),
+                     f"service-{service_id}")
 
 
 @blp.route("/tasks/<task_id>/logs")
@@ -80,7 +84,7 @@ class ServiceLogs(MethodView):
 class TaskLogs(MethodView):
     @documented("task")
     def get(self, task_id: str) -> Response:
-        return serve(lambda: task_targets(current_runtime().cache, task_id), f"task-{task_id}")
+        return serve(lambda: task_targets(current_runtime().cache, task_id, require_entry), f"task-{task_id}")
 
 
 @blp.route("/stacks/<name>/logs")
@@ -88,4 +92,5 @@ class TaskLogs(MethodView):
 class StackLogs(MethodView):
     @documented("stack (all its services, merged by timestamp)")
     def get(self, name: str) -> Response:
-        return serve(lambda: stack_targets(current_runtime().cache, name), f"stack-{name}")
+        return serve(lambda: stack_targets(current_runtime().cache, name, read_filter(),
+                                           lambda stack: denied(f"stack:{stack.name}")), f"stack-{name}")

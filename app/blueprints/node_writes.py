@@ -18,6 +18,7 @@ from app.blueprints import label_views
 from app.blueprints.docs import errors, write_documented
 from app.errors import ProblemError
 from app.http import admission, respond, writes
+from app.http.acl_read import require_entry
 from app.http.negotiation import negotiated
 from app.resources import ResourceKind
 from app.runtime import current_runtime
@@ -60,10 +61,10 @@ class Availability(MethodView):
 class Role(MethodView):
     @admission.light
     @blp.response(200, NodeRoleV1, description="The node's role, whether it leads, and how many managers.")
-    @errors(blp, 404, 503, codes=NOT_FOUND)
+    @errors(blp, 403, 404, 503, codes=NOT_FOUND)
     @negotiated()
     def get(self, id: str) -> Response:
-        entry = label_views.lookup(NODE, id)
+        entry = require_entry(label_views.lookup(NODE, id))
         cache = current_runtime().cache
         document = objects.role_document(entry.raw, [node.raw for node in cache.entries(NODE)])
         return respond.with_freshness(writes.answer_document(request.path, "NodeRole", document))
@@ -82,7 +83,7 @@ class Role(MethodView):
 class Labels(MethodView):
     @admission.light
     @blp.response(200, LabelsV1, description="The node's labels (Spec.Labels).")
-    @errors(blp, 404, 503, codes=NOT_FOUND)
+    @errors(blp, 403, 404, 503, codes=NOT_FOUND)
     @negotiated()
     def get(self, id: str) -> Response:
         return label_views.read(NODE, id)

@@ -140,7 +140,7 @@ def _config_routes(kind: ResourceKind) -> None:
     class Labels(MethodView):
         @admission.light
         @blp.response(200, LabelsV1, description=f"The {key}'s labels (Spec.Labels).")
-        @errors(blp, 404, 503, codes={404: f"No such {key} (generic about:blank problem)."})
+        @errors(blp, 403, 404, 503, codes={404: f"No such {key} (generic about:blank problem)."})
         @negotiated()
         def get(self, id: str) -> Response:
             return label_views.read(kind, id)

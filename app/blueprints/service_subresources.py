@@ -18,6 +18,7 @@ from werkzeug.exceptions import NotFound
 from app.blueprints.docs import errors, write_documented
 from app.cache.entries import Entry
 from app.http import admission, writes
+from app.http.acl_read import require_entry
 from app.http.negotiation import negotiated
 from app.resources import ResourceKind
 from app.runtime import current_runtime
@@ -100,10 +101,10 @@ def _register(sub: SubResource) -> None:
     class View(MethodView):
         @admission.light   # one object from the cache: the light lane, not behind list requests
         @blp.response(200, _envelope_schema(sub), description=f"The service's {sub.name}, from the cache.")
-        @errors(blp, 404, 503, codes=_NOT_FOUND)
+        @errors(blp, 403, 404, 503, codes=_NOT_FOUND)
         @negotiated()
         def get(self, id: str) -> Response:
-            spec = _lookup(id).raw.get("Spec") or {}
+            spec = require_entry(_lookup(id)).raw.get("Spec") or {}
             return writes.answer_document(f"/services/{id}/{sub.name}", sub.jsonld_type, sub.members(spec))
 
         @admission.exempt   # waits on the engine
