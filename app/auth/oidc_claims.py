@@ -7,10 +7,10 @@ small enough for a cookie and safe to show at ``/auth/whoami``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from app.acl.policy import parse_provider_grants
 from app.auth.identity import Identity, ProviderGrant
 
 PROVIDER = "oidc"
@@ -18,7 +18,6 @@ RAW_CLAIMS = ("iss", "sub", "name", "preferred_username", "email", "email_verifi
 MAX_GROUPS = 200          # a cookie holds about 4 KB: bound what one claim can add
 MAX_GRANTS = 50
 MAX_TEXT = 256
-PERMISSIONS = frozenset({"read", "write"})
 
 
 def _text(value: object) -> str | None:
@@ -41,28 +40,15 @@ def groups_of(claims: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def grants_of(claims: Mapping[str, Any], claim: str | None) -> tuple[ProviderGrant, ...]:
-    """Provider grants (reference §7.3) from ``claim``: a JSON array of ``{resources, permissions}``, as a
-    JSON value or a string holding JSON. Entries of the wrong shape are dropped here; resource patterns and
-    permission names are validated by the ACL (``app.acl.policy.provider_grants``), which drops bad ones."""
+    """Provider grants (reference §7.3) from ``claim``: a JSON array of ``{resources, permissions}`` (a JSON
+    value, or a string holding JSON), decoded by the policy's own grammar (invalid entries dropped); at
+    most :data:`MAX_GRANTS` kept, so the session cookie stays small."""
     if not claim or claim not in claims:
         return ()
     value = claims[claim]
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return ()
-    if not isinstance(value, list):
-        return ()
-    grants: list[ProviderGrant] = []
-    for entry in value[:MAX_GRANTS]:
-        if not isinstance(entry, dict):
-            continue
-        resources = _strings(entry.get("resources"), MAX_GROUPS)
-        permissions = _strings(entry.get("permissions"), len(PERMISSIONS))
-        if resources and permissions:
-            grants.append(ProviderGrant(resources, frozenset(permissions)))
-    return tuple(grants)
+    if isinstance(value, list):
+        value = value[:MAX_GRANTS]
+    return parse_provider_grants(value)[:MAX_GRANTS]
 
 
 def identity_from_claims(claims: Mapping[str, Any], grant_claim: str | None) -> Identity:
