@@ -24,6 +24,7 @@ from typing import Any
 from flask import g
 
 from app.acl.evaluator import Access, Key, keys_of
+from app.acl.policy import Grant
 from app.cache.entries import Entry, dig
 from app.cache.history import Change
 from app.cache.store import Cache
@@ -50,6 +51,11 @@ class ReadFilter:
         self._services: dict[str, bool] = {}
         self._task_grants = any(resource.type in ("task", "*") for grant in access.grants
                                 if "read" in grant.permissions for resource in grant.resources)
+
+    @property
+    def memo_key(self) -> tuple[str, tuple[Grant, ...]]:
+        """Same grants, same decisions: lists filtered with this key are reused (``app.acl.memo``)."""
+        return ("read", self._access.grants)
 
     def __call__(self, entry: Entry) -> bool:
         if entry.kind is ResourceKind.TASK:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from app.acl.memo import readable_subset
 from app.cache.entries import Entry, matches_search
 from app.cache.store import Cache
 from app.query.budget import Budget
@@ -70,7 +71,7 @@ def run(cache: Cache, kind: ResourceKind, query: ListQuery, readable: Callable[[
     with FLT006 past the budget (``app.query.budget``). ``readable`` (None: unrestricted) goes first."""
     entries = cache.sorted_entries(kind, query.sort) if query.sort else cache.entries(kind)
     if readable is not None:
-        entries = select_yielding(entries, readable)
+        entries = readable_subset(cache, entries, readable)   # memoised across requests per grants
     if query.search or query.filter:
         with Budget().active() as budget:
             if query.search:
