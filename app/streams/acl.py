@@ -46,6 +46,20 @@ def may_read(access: Access | None, cache: Cache, item: Built) -> bool:
     return access is None or access.unrestricted or access.allows_any("read", event_keys(cache, item))
 
 
+def references_readable(access: Access, cache: Cache, item: Built) -> bool:
+    """Whether the shared event data suits this reader: a task's derived ``ServiceName``/``NodeHostname``
+    name its service and node, which the reader must be able to read too (else the hub builds its data with
+    those references narrowed)."""
+    entry = item.entry
+    if entry is None or item.change.kind is not ResourceKind.TASK:
+        return True
+    for kind, key in ((ResourceKind.SERVICE, "service"), (ResourceKind.NODE, "node")):
+        ref = cache.get(kind, str(entry.activation[key]))
+        if ref is not None and not access.can_read(ref, cache):
+            return False
+    return True
+
+
 def may_read_finding(access: Access | None, cache: Cache, finding: Finding) -> bool:
     """A finding's keys (reference §4.7) are those the ``/recommendations`` read uses."""
     return access is None or access.unrestricted or access.allows_any("read", finding_keys(cache, finding))

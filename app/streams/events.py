@@ -122,21 +122,23 @@ def resource_schema(kind: ResourceKind) -> Schema:
     return schema_for(kind) if kind is ResourceKind.STACK else detail_schema_for(kind)
 
 
-def resource_of(cache: Cache, entry: Entry, base: str) -> dict[str, Any]:
+def resource_of(cache: Cache, entry: Entry, base: str, visible: representations.Visible = None) -> dict[str, Any]:
     """The object as its REST detail shows it under ``<kind>`` (same builders, same schema; stacks: see
-    ``resource_schema``)."""
+    ``resource_schema``); ``visible`` narrows derived references (a task's ``NodeHostname``) to what a
+    restricted reader may see."""
     kind = entry.kind
     framed = {"@id": base + representations.path_of(kind, entry.id), "@type": kind.spec.jsonld_type,
-              **representations.item(cache, entry)}
+              **representations.item(cache, entry, visible)}
     dumped: dict[str, Any] = resource_schema(kind).dump(framed)
     return dumped
 
 
-def event_data(cache: Cache, change: Change, entry: Entry | None, base: str) -> dict[str, Any]:
+def event_data(cache: Cache, change: Change, entry: Entry | None, base: str,
+               visible: representations.Visible = None) -> dict[str, Any]:
     kind = change.kind
     data: dict[str, Any] = {"@id": base + representations.path_of(kind, change.id),
                             "@type": kind.spec.jsonld_type, "type": kind.value,
                             "action": change.action.value, "id": change.id}
     if entry is not None:
-        data["resource"] = resource_of(cache, entry, base)
+        data["resource"] = resource_of(cache, entry, base, visible)
     return data

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -27,7 +28,7 @@ from app.cache.history import Change
 from app.cache.store import Cache
 from app.cooperate import pause
 from app.streams import events
-from app.streams.acl import may_read
+from app.streams.acl import may_read, references_readable
 from app.streams.client import DEFAULT_QUEUE_FRAMES, Client
 from app.streams.events import Built, ScopeKey
 from app.streams.wire import batch_frame, encode_json, sync_frame
@@ -169,10 +170,10 @@ class Hub:
                     continue
                 if mine is wanted:
                     if shared is None:
-                        shared = self._frame(mine, counter)
+                        shared = self._frame(mine, counter, client.access)
                     frame = shared
                 else:
-                    frame = self._frame(mine, counter)
+                    frame = self._frame(mine, counter, client.access)
                 client.offer(frame, mine[-1].change.seq)
                 self.stats.frames += 1
         self.stats.flushes += 1
@@ -186,13 +187,23 @@ class Hub:
             counter.tick(light=True)
         return kept
 
-    def _frame(self, wanted: list[Built], counter: _Counter) -> bytes:
+    def _frame(self, wanted: list[Built], counter: _Counter, access: Access | None = None) -> bytes:
+        """One frame of ``wanted``; each event's data is built once and shared, except for a restricted
+        reader who may not see what a task's derived fields name (built for that frame alone)."""
+        parts: list[tuple[str, bytes]] = []
         for item in wanted:
+            if access is not None and not references_readable(access, self.cache, item):
+                visible = functools.partial(access.can_read, cache=self.cache)
+                parts.append((item.change.kind.value, encode_json(events.event_data(
+                    self.cache, item.change, item.entry, self.base_path, visible))))
+                counter.tick()
+                continue
             if item.data is None:
                 item.data = encode_json(events.event_data(self.cache, item.change, item.entry, self.base_path))
                 self.stats.events_built += 1
                 counter.tick()
-        return batch_frame(wanted[-1].change.seq, [(b.change.kind.value, b.data or b"") for b in wanted])
+            parts.append((item.change.kind.value, item.data))
+        return batch_frame(wanted[-1].change.seq, parts)
 
     # ------------------------------------------------------------------ replay
     def replay(self, client: Client, last_event_id: str | None, replayable: bool = True) -> Iterator[bytes]:
@@ -218,10 +229,10 @@ class Hub:
             if item.keys & scopes and may_read(access, self.cache, item):
                 chunk.append(item)
             if len(chunk) >= REPLAY_CHUNK:
-                yield self._frame(chunk, counter)
+                yield self._frame(chunk, counter, access)
                 chunk = []
         if chunk:
-            yield self._frame(chunk, counter)
+            yield self._frame(chunk, counter, access)
 
 
 class _Counter:

@@ -96,6 +96,16 @@ def test_nothing_unreadable_appears_in_the_frame_bytes(hub: Hub, synced_cache: C
         assert forbidden not in chunk
 
 
+def test_a_task_event_names_no_node_its_reader_may_not_read(hub: Hub, synced_cache: Cache) -> None:
+    alice = hub.open(frozenset({kind_key(ResourceKind.TASK)}), access=access("alice"))
+    everyone = hub.open(frozenset({kind_key(ResourceKind.TASK)}))
+    synced_cache.upsert(ResourceKind.TASK, task(TASK_WEB_1, SVC_WEB, NODE_WORKER, state="failed", version=75))
+    hub.flush()
+    mine, full = (alice.take(0) or b"").decode(), (everyone.take(0) or b"").decode()
+    assert '"NodeHostname":"worker-1"' in full and '"ServiceName":"shop_web_api"' in full
+    assert '"NodeHostname":""' in mine and "worker-1" not in mine and '"ServiceName":"shop_web_api"' in mine
+
+
 def test_a_removal_is_judged_by_its_last_known_state(hub: Hub, synced_cache: Cache) -> None:
     alice = hub.open(frozenset({kind_key(ResourceKind.SECRET)}), access=access("alice"))
     bob = hub.open(frozenset({kind_key(ResourceKind.SECRET)}), access=access("bob"))
