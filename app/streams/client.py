@@ -13,6 +13,7 @@ from typing import Any
 from gevent.event import Event
 
 from app.acl.evaluator import Access
+from app.auth.identity import Identity
 from app.http.peer import client_socket, peer_closed
 from app.streams.events import ScopeKey
 from app.streams.wire import sync_frame
@@ -21,14 +22,18 @@ DEFAULT_QUEUE_FRAMES = 64          # about 6 s of 100 ms batches behind: then sy
 
 
 class Client:
-    __slots__ = ("_frames", "_ready", "access", "after_seq", "closed", "environ", "limit", "overflows", "scopes")
+    __slots__ = ("_frames", "_ready", "access", "after_seq", "closed", "environ", "identity", "limit", "overflows",
+                 "scopes")
 
     def __init__(self, scopes: frozenset[ScopeKey], after_seq: int, limit: int = DEFAULT_QUEUE_FRAMES,
-                 environ: dict[str, Any] | None = None, access: Access | None = None) -> None:
+                 environ: dict[str, Any] | None = None, access: Access | None = None,
+                 identity: Identity | None = None) -> None:
         self.scopes = scopes
         # The requester's ACL (made in its request); None when unrestricted, so the hub's fast path is
-        # one identity test.
-        self.access = None if access is None or access.unrestricted else access
+        # one identity test. ``identity`` (auth modes only) lets the hub redo it when the policy changes.
+        self.access: Access | None = None
+        self.set_access(access)
+        self.identity = identity
         self.after_seq = after_seq      # changes up to here are not this client's (replayed, or before it)
         self.limit = limit
         self.overflows = 0
@@ -36,6 +41,9 @@ class Client:
         self.environ = environ
         self._frames: deque[bytes] = deque()
         self._ready = Event()
+
+    def set_access(self, access: Access | None) -> None:
+        self.access = None if access is None or access.unrestricted else access
 
     @property
     def queued(self) -> int:

@@ -9,7 +9,9 @@
   worker; changes that arrive meanwhile wait for the next window.
 - A client opened with a restricted :class:`~app.acl.evaluator.Access` gets only the events it may read
   (``app.streams.acl``), at fan-out and at replay; clients with the same scopes and the same grants still
-  share one frame. Unrestricted clients (no policy, mode ``none``) skip the check entirely.
+  share one frame. Unrestricted clients (no policy, mode ``none``) skip the check entirely. When the policy
+  is swapped (hot reload), the next flush redoes every client's access from its identity, so an open
+  stream follows the new grants (one identity comparison per flush otherwise).
 - Nothing here writes to a socket: the connection greenlets do (``app.streams.response``).
 """
 
@@ -23,7 +25,9 @@ from dataclasses import dataclass
 
 import gevent
 
-from app.acl.evaluator import Access
+from app.acl.evaluator import Access, access_for
+from app.acl.policy import Policy
+from app.auth.identity import Identity
 from app.cache.history import Change
 from app.cache.store import Cache
 from app.cooperate import pause
@@ -69,6 +73,28 @@ class Hub:
         self._timer: gevent.Greenlet | None = None
         self._flushing = False
         self._unsubscribe: Callable[[], None] | None = cache.subscribe(self.on_changes)
+        self._policy_of: Callable[[], Policy | None] | None = None
+        self._policy: Policy | None = None
+
+    def follow_policy(self, policy_of: Callable[[], Policy | None]) -> None:
+        """Auth modes: the current policy, asked at each flush (a swap re-evaluates the clients)."""
+        self._policy_of = policy_of
+        self._policy = policy_of()
+
+    @property
+    def follows_policy(self) -> bool:
+        return self._policy_of is not None
+
+    def _refresh_access(self) -> None:
+        if self._policy_of is None:
+            return
+        policy = self._policy_of()
+        if policy is self._policy:
+            return
+        self._policy = policy
+        for client in self._clients:
+            if client.identity is not None:
+                client.set_access(access_for(client.identity, policy, auth_enabled=True))
 
     @property
     def open_streams(self) -> int:
@@ -88,13 +114,14 @@ class Hub:
 
     # ------------------------------------------------------------------ clients
     def open(self, scopes: frozenset[ScopeKey], environ: dict[str, object] | None = None,
-             access: Access | None = None) -> Client:
+             access: Access | None = None, identity: Identity | None = None) -> Client:
         """Register a client from the current sequence on; no yield between the cap check and the add.
-        ``access``: what the requester may read (None or unrestricted: everything)."""
+        ``access``: what the requester may read (None or unrestricted: everything); ``identity``: whose it
+        is (auth modes), to redo it when the policy changes."""
         if len(self._clients) >= self.max_clients:
             self.stats.refused += 1
             raise StreamCapReached
-        client = Client(scopes, self.cache.history.last_seq, self.queue_frames, environ, access)
+        client = Client(scopes, self.cache.history.last_seq, self.queue_frames, environ, access, identity)
         self._clients.add(client)
         self.stats.opened += 1
         return client
@@ -145,6 +172,7 @@ class Hub:
         pending, self._pending = self._pending, []
         if not pending or not self._clients:
             return
+        self._refresh_access()
         started = time.perf_counter()
         counter = _Counter()
         built = []

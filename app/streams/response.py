@@ -23,6 +23,7 @@ from app.cache.store import Cache
 from app.config import Settings
 from app.errors import ProblemError
 from app.http.acl import current_access
+from app.http.auth import current_identity
 from app.http.live import shutdown_live
 from app.runtime import runtime_of
 from app.streams import findings
@@ -44,6 +45,9 @@ def init_streams(app: Flask, cache: Cache, settings: Settings) -> Hub:
     """Create the app's hub on its cache (a listener only: no greenlet runs until a change meets a client)."""
     hub = Hub(cache, batch_interval=settings.sse_batch_interval, base_path=settings.base_path)
     app.extensions[_EXTENSION_KEY] = (hub, settings.sse_keepalive)
+    if settings.auth_mode != "none":   # open streams follow a reloaded policy
+        policy_source = runtime_of(app).policy
+        hub.follow_policy(lambda: policy_source.policy)
     findings.attach(hub, runtime_of(app).recommendations)
     return hub
 
@@ -106,7 +110,8 @@ def stream_response(scopes: frozenset[ScopeKey], *, replayable: bool = True) -> 
     if request.method == "HEAD":   # headers only: no client registered, nothing to clean up
         return Response(b"", content_type=MEDIA_TYPE, headers=STREAM_HEADERS)
     try:
-        client = hub.open(scopes, request.environ, current_access())
+        identity = current_identity() if hub.follows_policy else None
+        client = hub.open(scopes, request.environ, current_access(), identity)
     except StreamCapReached:
         raise ProblemError("SSE001", detail=f"{hub.max_clients} event streams are open; retry later.",
                            headers={"Retry-After": RETRY_AFTER}) from None

@@ -58,17 +58,17 @@ def hub(synced_cache: Cache) -> Hub:
     return Hub(synced_cache, batch_interval=60.0)
 
 
-def touch(cache: Cache) -> None:
+def touch(cache: Cache, base: int = 70) -> None:
     """Changes inside and outside the shop stack: a shop config and task, the monitor service, another
     config."""
-    cache.upsert(ResourceKind.CONFIG, config(CFG_SHOP, "shop_nginx", stack="shop", version=70))
-    cache.upsert(ResourceKind.TASK, task(TASK_WEB_1, SVC_WEB, NODE_WORKER, state="failed", version=71))
+    cache.upsert(ResourceKind.CONFIG, config(CFG_SHOP, "shop_nginx", stack="shop", version=base))
+    cache.upsert(ResourceKind.TASK, task(TASK_WEB_1, SVC_WEB, NODE_WORKER, state="failed", version=base + 1))
     entry = cache.get(ResourceKind.SERVICE, SVC_MONITOR)
     assert entry is not None
     raw = copy.deepcopy(entry.raw)
-    raw["Version"]["Index"] = 72
+    raw["Version"]["Index"] = base + 2
     cache.upsert(ResourceKind.SERVICE, raw)
-    cache.upsert(ResourceKind.CONFIG, config(CFG_OTHER, "app_settings", version=73))
+    cache.upsert(ResourceKind.CONFIG, config(CFG_OTHER, "app_settings", version=base + 3))
 
 
 def test_a_restricted_client_gets_only_what_it_may_read(hub: Hub, synced_cache: Cache) -> None:
@@ -135,6 +135,24 @@ def test_same_grants_share_a_frame_other_grants_do_not(hub: Hub, synced_cache: C
     frames = [first.take(0), second.take(0), twin.take(0)]
     assert frames[0] and all(frame is frames[0] for frame in frames)
     assert other.take(0) not in (None, frames[0])
+
+
+def test_open_streams_follow_a_reloaded_policy(synced_cache: Cache) -> None:
+    policy: list[Any] = [POLICY]
+    hub = Hub(synced_cache, batch_interval=60.0)
+    hub.follow_policy(lambda: policy[0])
+    alice = hub.open(frozenset({ALL}), access=access("alice"), identity=Identity("alice", "alice", "headers"))
+    bob = hub.open(frozenset({ALL}), access=access("bob"), identity=Identity("bob", "bob", "headers"))
+    policy[0] = parse_policy({"grants": [{"resources": ["config:*"], "audience": ["user:bob"],
+                                          "permissions": ["read"]}]})
+    touch(synced_cache)
+    hub.flush()
+    assert drain(alice) == []                      # her grant is gone
+    assert seen(drain(bob)) == {("config", "update", CFG_SHOP), ("config", "update", CFG_OTHER)}
+    policy[0] = None                               # no policy: everything
+    touch(synced_cache, 80)
+    hub.flush()
+    assert alice.access is None and ("service", "update", SVC_MONITOR) in seen(drain(alice))
 
 
 def test_unrestricted_access_is_no_access_at_all(hub: Hub) -> None:
