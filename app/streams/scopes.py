@@ -9,7 +9,7 @@ from flask import Response, request
 from werkzeug.exceptions import NotFound
 
 from app.errors import ProblemError
-from app.http.acl_read import require_entry
+from app.http.acl_read import require_entry, require_grants
 from app.resources import ResourceKind
 from app.runtime import current_runtime
 from app.streams.events import ALL, ScopeKey, kind_key, object_key, stack_key
@@ -41,9 +41,11 @@ def events_stream(*_args: object, **_kwargs: object) -> Response:
 
 
 def recommendations_stream(*_args: object, **_kwargs: object) -> Response:
-    """Findings appearing, changing and disappearing (``app.streams.findings``); 404 when turned off."""
+    """Findings appearing, changing and disappearing (``app.streams.findings``); 404 when turned off; a
+    cluster-wide read (reference §1.2): 403 ACL001 without any grant, then filtered per finding."""
     if not current_runtime().settings.recommendations:
         raise NotFound("Recommendations are turned off (server.recommendations = false).")
+    require_grants()
     return stream_response(frozenset({RECOMMENDATIONS}), replayable=False)
 
 

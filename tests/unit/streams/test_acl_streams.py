@@ -208,5 +208,7 @@ def test_a_detail_stream_of_an_unreadable_object_is_403_acl001() -> None:
         body = response.get_json()
         assert response.status_code == 403 and body["code"] == "ACL001"
         assert body["resource"] == f"service:{SVC_MONITOR}" and "monitor\"" not in response.get_data(as_text=True)
+        stream = client.get("/recommendations", headers={"X-User": "dave", "Accept": "text/event-stream"})
+        assert stream.status_code == 403 and stream.get_json()["code"] == "ACL001"   # cluster-wide: no grant
     finally:
         harness.stop()
