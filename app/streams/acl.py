@@ -46,18 +46,18 @@ def may_read(access: Access | None, cache: Cache, item: Built) -> bool:
     return access is None or access.unrestricted or access.allows_any("read", event_keys(cache, item))
 
 
-def references_readable(access: Access, cache: Cache, item: Built) -> bool:
-    """Whether the shared event data suits this reader: a task's derived ``ServiceName``/``NodeHostname``
-    name its service and node, which the reader must be able to read too (else the hub builds its data with
-    those references narrowed)."""
+def hidden_references(access: Access, cache: Cache, item: Built) -> tuple[bool, bool] | None:
+    """None when the shared event data suits this reader; else, for a task whose derived ``ServiceName`` /
+    ``NodeHostname`` name a service or node the reader may not read, which of the two it may see (the hub
+    builds that variant once per event and shares it)."""
     entry = item.entry
     if entry is None or item.change.kind is not ResourceKind.TASK:
-        return True
+        return None
+    seen = []
     for kind, key in ((ResourceKind.SERVICE, "service"), (ResourceKind.NODE, "node")):
         ref = cache.get(kind, str(entry.activation[key]))
-        if ref is not None and not access.can_read(ref, cache):
-            return False
-    return True
+        seen.append(ref is None or access.can_read(ref, cache))
+    return None if all(seen) else (seen[0], seen[1])
 
 
 def may_read_finding(access: Access | None, cache: Cache, finding: Finding) -> bool:

@@ -100,7 +100,7 @@ class Built:
     """One change's routing keys, its entry, and (once some client wants it) its encoded data and the ACL
     keys it is readable through (``app.streams.acl``)."""
 
-    __slots__ = ("change", "data", "entry", "keys", "read_keys")
+    __slots__ = ("change", "data", "entry", "keys", "narrowed", "read_keys")
 
     def __init__(self, change: Change, entry: Entry | None, keys: frozenset[ScopeKey]) -> None:
         self.change = change
@@ -108,6 +108,8 @@ class Built:
         self.keys = keys
         self.data: bytes | None = None
         self.read_keys: tuple[tuple[str, str], ...] | None = None
+        # A task's data for readers who may not see its service and/or node: (service?, node?) → bytes.
+        self.narrowed: dict[tuple[bool, bool], bytes] | None = None
 
 
 def built(cache: Cache, change: Change) -> Built:

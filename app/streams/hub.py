@@ -28,11 +28,13 @@ import gevent
 from app.acl.evaluator import Access, access_for
 from app.acl.policy import Policy
 from app.auth.identity import Identity
+from app.cache.entries import Entry
 from app.cache.history import Change
 from app.cache.store import Cache
 from app.cooperate import pause
+from app.resources import ResourceKind
 from app.streams import events
-from app.streams.acl import may_read, references_readable
+from app.streams.acl import hidden_references, may_read
 from app.streams.client import DEFAULT_QUEUE_FRAMES, Client
 from app.streams.events import Built, ScopeKey
 from app.streams.wire import batch_frame, encode_json, sync_frame
@@ -220,11 +222,9 @@ class Hub:
         reader who may not see what a task's derived fields name (built for that frame alone)."""
         parts: list[tuple[str, bytes]] = []
         for item in wanted:
-            if access is not None and not references_readable(access, self.cache, item):
-                visible = functools.partial(access.can_read, cache=self.cache)
-                parts.append((item.change.kind.value, encode_json(events.event_data(
-                    self.cache, item.change, item.entry, self.base_path, visible))))
-                counter.tick()
+            variant = None if access is None else hidden_references(access, self.cache, item)
+            if variant is not None:
+                parts.append((item.change.kind.value, self._narrowed(item, variant, counter)))
                 continue
             if item.data is None:
                 item.data = encode_json(events.event_data(self.cache, item.change, item.entry, self.base_path))
@@ -232,6 +232,19 @@ class Hub:
                 counter.tick()
             parts.append((item.change.kind.value, item.data))
         return batch_frame(wanted[-1].change.seq, parts)
+
+    def _narrowed(self, item: Built, variant: tuple[bool, bool], counter: _Counter) -> bytes:
+        """A task's data with its service and/or node reference blanked (built once per variant)."""
+        variants = item.narrowed if item.narrowed is not None else {}
+        item.narrowed = variants
+        data = variants.get(variant)
+        if data is None:
+            service_ok, node_ok = variant
+            visible = functools.partial(_variant_visible, service_ok, node_ok)
+            data = variants[variant] = encode_json(events.event_data(self.cache, item.change, item.entry,
+                                                                     self.base_path, visible))
+            counter.tick()
+        return data
 
     # ------------------------------------------------------------------ replay
     def replay(self, client: Client, last_event_id: str | None, replayable: bool = True) -> Iterator[bytes]:
@@ -261,6 +274,10 @@ class Hub:
                 chunk = []
         if chunk:
             yield self._frame(chunk, counter, access)
+
+
+def _variant_visible(service_ok: bool, node_ok: bool, entry: Entry) -> bool:
+    return service_ok if entry.kind is ResourceKind.SERVICE else node_ok if entry.kind is ResourceKind.NODE else True
 
 
 class _Counter:
