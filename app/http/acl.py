@@ -1,6 +1,6 @@
 """The request's :class:`~app.acl.evaluator.Access`, made once per request from its identity and the current
-policy, and the problems of a refusal (403 ``ACL001`` read, ``ACL002`` write, naming resource and
-permission), and the ACL key of a write (:func:`write_target`, reference §1.4)."""
+policy, and the ACL key of a write (:func:`write_target`, reference §1.4). Read refusals live in
+``app.http.acl_read``; write refusals (ACL002) in ``app.http.allow``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from flask import g
 
 from app.acl.evaluator import Access, Key, access_for, keys_of
-from app.cache.entries import Entry, dig
-from app.errors import ProblemError
+from app.cache.entries import dig
 from app.http.auth import current_identity
 from app.resources import ResourceKind
 from app.runtime import current_runtime
@@ -27,21 +26,6 @@ def current_access() -> Access:
     access = access_for(current_identity(), runtime.policy.policy, auth_enabled=runtime.settings.auth_mode != "none")
     g.access = access
     return access
-
-
-def require_read(entry: Entry) -> Entry:
-    """403 ACL001 when the caller may not read ``entry``."""
-    if not current_access().can_read(entry, current_runtime().cache):
-        raise ProblemError("ACL001", detail=f"read access denied for {describe(entry)}",
-                           extra={"resource": describe(entry), "permission": "read"})
-    return entry
-
-
-def describe(entry: Entry) -> str:
-    from app.acl.evaluator import keys_of
-
-    kind, name = keys_of(entry, current_runtime().cache)[0]
-    return f"{kind}:{name}"
 
 
 # ---------------------------------------------------------------------------------------------- writes
