@@ -26,8 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,8 +47,7 @@ from app.cache.store import Cache
 from app.config import Settings
 from app.resources import STACK_LABEL, ResourceKind
 from app.runtime import runtime_of
-from bench.bench_api import LIST_QUERY, environment, stop_server, wait_until_healthy
-from bench.localhttp import free_port
+from bench.bench_api import LIST_QUERY, environment, gunicorn_server
 from bench.synthetic import ClusterShape, Snapshot, build_snapshot
 from bench.timing import percentile
 
@@ -220,12 +217,9 @@ def bench_in_process(snapshot: Snapshot, policy: dict[str, Any], args: argparse.
 @contextlib.contextmanager
 def gunicorn(configuration: str, policy: dict[str, Any], tasks: int) -> Iterator[str]:
     """gunicorn (production settings, synthetic cache) for one configuration; the policy as a watched file."""
-    port = free_port()
-    env = {**os.environ, "BENCH_TASKS": str(tasks), "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
-           "SERVICE_LOG_LEVEL": "warn"}
-    env.pop("SERVICE_CONFIG", None)
-    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as log:
+    with tempfile.TemporaryDirectory() as folder:
         values = settings_for(configuration, policy)
+        env: dict[str, str] = {}
         if values:
             env.update(SERVICE_AUTH_MODE="headers", SERVICE_AUTH_HEADERS_SUBJECT="X-User",
                        SERVICE_AUTH_HEADERS_GROUPS="X-Groups", SERVICE_AUTH_HEADERS_EMAIL="X-Email",
@@ -234,15 +228,8 @@ def gunicorn(configuration: str, policy: dict[str, Any], tasks: int) -> Iterator
             path = Path(folder, "policy.json")
             path.write_text(values["acl_policy"])
             env["SERVICE_ACL_POLICY_FILE"] = str(path)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "-c", "bench/gunicorn_synthetic.py", "wsgi:app"],
-            cwd=ROOT, env=env, stdout=log, stderr=log, start_new_session=True)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            wait_until_healthy(base, process, log)
+        with gunicorn_server(tasks, **env) as base:
             yield base
-        finally:
-            stop_server(process)
 
 
 def bench_http(snapshot: Snapshot, policy: dict[str, Any], args: argparse.Namespace) -> list[Row]:

@@ -190,11 +190,12 @@ def bench_in_process(plan: Plan, tasks: int, snapshot: Snapshot, report: Report)
 
 # ---------------------------------------------------------------- b. HTTP
 @contextlib.contextmanager
-def gunicorn_server(tasks: int) -> Iterator[str]:
+def gunicorn_server(tasks: int, **extra_env: str) -> Iterator[str]:
     """Start gunicorn (gevent worker, synthetic cache) on a free local port; always stop it again."""
     port = free_port()
     env = {**os.environ, "BENCH_TASKS": str(tasks), "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
-           "SERVICE_LOG_LEVEL": "warn"}
+           "SERVICE_LOG_LEVEL": "warn", **extra_env}
+    env.pop("SERVICE_CONFIG", None)
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "gunicorn", "-c", "bench/gunicorn_synthetic.py", "wsgi:app"],
