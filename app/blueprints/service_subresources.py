@@ -15,10 +15,11 @@ from flask.views import MethodView
 from flask_smorest import Blueprint
 from werkzeug.exceptions import NotFound
 
+from app.acl.redact import redact
 from app.blueprints.docs import errors, write_documented
 from app.cache.entries import Entry
 from app.http import admission, writes
-from app.http.acl_read import require_entry
+from app.http.acl_read import read_filter, require_entry
 from app.http.negotiation import negotiated
 from app.resources import ResourceKind
 from app.runtime import current_runtime
@@ -104,7 +105,9 @@ def _register(sub: SubResource) -> None:
         @errors(blp, 403, 404, 503, codes=_NOT_FOUND)
         @negotiated()
         def get(self, id: str) -> Response:
-            spec = require_entry(_lookup(id)).raw.get("Spec") or {}
+            entry, visible = require_entry(_lookup(id)), read_filter()
+            raw = entry.raw if visible is None else redact(entry, current_runtime().cache, visible)
+            spec = raw.get("Spec") or {}
             return writes.answer_document(f"/services/{id}/{sub.name}", sub.jsonld_type, sub.members(spec))
 
         @admission.exempt   # waits on the engine

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from app.acl.redact import Visible, redact_raw
 from app.cache.history import Action, Change
 from app.cache.store import Cache
 from app.history import diff, summary
@@ -81,6 +82,21 @@ def described(change: Change) -> tuple[str, Data]:
     return found
 
 
+def described_for(change: Change, cache: Cache, visible: Visible | None) -> tuple[str, Data]:
+    """``described`` as a restricted reader may see it: an update of a service or task whose states
+    name configs, secrets, volumes or networks the reader may not read is described from redacted states
+    (``app.acl.redact``; not memoised: only such records pay)."""
+    if visible is None or change.action is not Action.UPDATE or change.before is None or change.after is None \
+            or change.kind not in (ResourceKind.SERVICE, ResourceKind.TASK):
+        return described(change)
+    before = redact_raw(change.kind, change.before, cache, visible)[0]
+    after = redact_raw(change.kind, change.after, cache, visible)[0]
+    if before is change.before and after is change.after:
+        return described(change)
+    differences = diff.differences(change.kind, before, after)
+    return summary.update_summary(change.kind, differences), diff.change_list(differences)
+
+
 def change_summary(change: Change) -> tuple[str, list[diff.Difference]]:
     """The summary and (updates only) the differences of one record."""
     if change.action is Action.UPDATE:
@@ -93,10 +109,12 @@ def change_summary(change: Change) -> tuple[str, list[diff.Difference]]:
     return summary.related_summary(change.kind), []
 
 
-def entry(change: Change, cache: Cache, base: str, audit: Callable[[int], Data | None] | None = None) -> Data:
+def entry(change: Change, cache: Cache, base: str, audit: Callable[[int], Data | None] | None = None,
+          visible: Visible | None = None) -> Data:
     """The JSON form of one record (paths under the ``base`` path prefix); ``audit`` finds the stamp of a
-    change made through this service's write endpoints (``app.writes.audit``)."""
-    text, members = described(change)
+    change made through this service's write endpoints (``app.writes.audit``); ``visible`` (a restricted
+    reader's predicate) redacts embedded references it may not read."""
+    text, members = described_for(change, cache, visible)
     body: Data = {
         "@id": base + entry_path(change.seq), "@type": ENTRY_TYPE, "id": change.seq,
         "timestamp": iso_time(change.timestamp), "type": change.kind.value, "action": change.action.value,

@@ -32,7 +32,7 @@ from app.cache.store import Cache
 from app.history import entries
 from app.history.selection import HistoryFilter, Selection, parse_cursor, parse_filter, select, stack_scope
 from app.http import respond
-from app.http.acl_read import change_filter, require_change, require_entry, require_grants
+from app.http.acl_read import change_filter, read_filter, require_change, require_entry, require_grants
 from app.http.feeds import FeedItem, FeedPage, feed_query, feed_response, page_url
 from app.http.jsonld import envelope
 from app.http.links import link
@@ -54,7 +54,9 @@ def collection() -> Response:
     wanted, cursor = parse_filter(request.args, targets=True), parse_cursor(request.args)
     chosen = select(runtime.cache.history, replace(wanted, readable=change_filter()), cursor)
     body = envelope(base, request.path, "Collection")
-    body.update(items=[entries.entry(change, runtime.cache, base, runtime.audit.of) for change in chosen.changes],
+    visible = read_filter()
+    body.update(items=[entries.entry(change, runtime.cache, base, runtime.audit.of, visible)
+                       for change in chosen.changes],
                 total=len(chosen.changes), limit=cursor.limit, offset=0)
     next_url = _next_url(base + request.path, chosen)
     if next_url is not None:
@@ -71,7 +73,7 @@ def entry_detail(seq: int) -> Response:
     if change is None:
         raise NotFound(f"No history entry {seq} (never recorded, or older than the ring keeps).")
     require_change(change)
-    body = entries.entry(change, runtime.cache, respond.base_path(), runtime.audit.of)
+    body = entries.entry(change, runtime.cache, respond.base_path(), runtime.audit.of, read_filter())
     return respond.with_freshness(respond.document(body))
 
 
@@ -112,7 +114,7 @@ def entry_id(epoch: int, seq: int) -> str:
 
 
 def _item(change: Change, cache: Cache, base: str, epoch: int) -> FeedItem:
-    data = entries.entry(change, cache, base)
+    data = entries.entry(change, cache, base, visible=read_filter())
     kind_name = change.kind.spec.jsonld_type
     lines = [data["summary"]] + [_change_line(c) for c in data.get("changes", ())]
     if data.get("changesOmitted"):

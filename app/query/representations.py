@@ -6,7 +6,8 @@ applied by ``app.http.respond``.
 
 ``visible`` (an ACL read predicate; None: everything) narrows the cross-references: an object the caller
 may not read is left out of the lists, and the names of a task's service and node become blank (item) or
-null (detail), so no unreadable name reaches the body.
+null (detail), so no unreadable name reaches the body. The engine objects of services and tasks are passed
+through ``app.acl.redact`` for a restricted reader (embedded config/secret/volume/network names).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from app.acl.redact import redact
 from app.cache.entries import Entry
 from app.cache.store import Cache
 from app.query import service_insights
@@ -42,7 +44,7 @@ def task_name(cache: Cache, task: Entry, visible: Visible = None) -> str:
 
 def item(cache: Cache, entry: Entry, visible: Visible = None) -> Data:
     """One collection item: the engine object plus the derived fields the interface adds per kind."""
-    data: Data = dict(entry.raw)
+    data: Data = dict(entry.raw if visible is None else redact(entry, cache, visible))
     if entry.kind is ResourceKind.SERVICE:
         data["RunningTasks"] = cache.running_tasks(entry.id)   # kept on write: O(1) for 10,000 tasks
     elif entry.kind is ResourceKind.TASK:
@@ -78,7 +80,7 @@ def detail(cache: Cache, entry: Entry, base: str, visible: Visible = None) -> Da
     elif kind is ResourceKind.SERVICE:
         tasks = _kept(cache.tasks_of_service(entry.id), visible)
         body["tasks"] = [reference(task, base, cache, visible) for task in tasks]
-        body.update(service_insights.detail_members(entry.raw))
+        body.update(service_insights.detail_members(entry.raw if visible is None else redact(entry, cache, visible)))
     elif kind is ResourceKind.TASK:
         service_id, node_id = str(entry.activation["service"]), str(entry.activation["node"])
         service = _shown(cache.get(ResourceKind.SERVICE, service_id), visible)

@@ -13,12 +13,13 @@ memoises each name, so filtering N clients costs about one dict hit per client a
 
 from __future__ import annotations
 
+from app.acl import redact
 from app.acl.evaluator import Access, Key, keys_of
 from app.cache.store import Cache
 from app.http.acl_read import finding_keys
 from app.recommendations.findings import Finding
 from app.resources import STACK_LABEL, ResourceKind
-from app.streams.events import Built
+from app.streams.events import Built, Variant
 
 
 def event_keys(cache: Cache, item: Built) -> tuple[Key, ...]:
@@ -46,18 +47,23 @@ def may_read(access: Access | None, cache: Cache, item: Built) -> bool:
     return access is None or access.unrestricted or access.allows_any("read", event_keys(cache, item))
 
 
-def hidden_references(access: Access, cache: Cache, item: Built) -> tuple[bool, bool] | None:
-    """None when the shared event data suits this reader; else, for a task whose derived ``ServiceName`` /
-    ``NodeHostname`` name a service or node the reader may not read, which of the two it may see (the hub
-    builds that variant once per event and shares it)."""
+def hidden_references(access: Access, cache: Cache, item: Built) -> Variant | None:
+    """None when the shared event data suits this reader; else the variant it may see (the hub builds
+    each variant once per event and shares it): for a task whose derived ``ServiceName`` /
+    ``NodeHostname`` name a service or node the reader may not read, which of the two it may see; for a
+    service or task whose engine object embeds configs, secrets, volumes or networks it may not read,
+    those references (``app.acl.redact``)."""
     entry = item.entry
-    if entry is None or item.change.kind is not ResourceKind.TASK:
+    kind = item.change.kind
+    if entry is None or kind not in (ResourceKind.TASK, ResourceKind.SERVICE):
         return None
-    seen = []
-    for kind, key in ((ResourceKind.SERVICE, "service"), (ResourceKind.NODE, "node")):
-        ref = cache.get(kind, str(entry.activation[key]))
-        seen.append(ref is None or access.can_read(ref, cache))
-    return None if all(seen) else (seen[0], seen[1])
+    seen = [True, True]
+    if kind is ResourceKind.TASK:
+        for index, (ref_kind, key) in enumerate(((ResourceKind.SERVICE, "service"), (ResourceKind.NODE, "node"))):
+            ref = cache.get(ref_kind, str(entry.activation[key]))
+            seen[index] = ref is None or access.can_read(ref, cache)
+    hidden = redact.hidden_references(kind, entry.raw, cache, lambda ref: access.can_read(ref, cache))
+    return None if all(seen) and not hidden else (seen[0], seen[1], hidden)
 
 
 def may_read_finding(access: Access | None, cache: Cache, finding: Finding) -> bool:

@@ -25,6 +25,9 @@ from app.resources import STACK_LABEL, ResourceKind
 from app.schemas.registry import detail_schema_for, schema_for
 
 ScopeKey = tuple[str, ...]
+# What a restricted reader's copy of an event leaves out: (its task's service readable?, its node
+# readable?, the (kind, id) of each embedded reference it may not read: ``app.acl.redact``).
+Variant = tuple[bool, bool, frozenset[tuple[str, str]]]
 ALL: ScopeKey = ("all",)
 _STACK_MEMBER_KINDS = (ResourceKind.SERVICE, ResourceKind.CONFIG, ResourceKind.SECRET,
                        ResourceKind.NETWORK, ResourceKind.VOLUME)
@@ -108,8 +111,8 @@ class Built:
         self.keys = keys
         self.data: bytes | None = None
         self.read_keys: tuple[tuple[str, str], ...] | None = None
-        # A task's data for readers who may not see its service and/or node: (service?, node?) → bytes.
-        self.narrowed: dict[tuple[bool, bool], bytes] | None = None
+        # The data for readers who may not see all it references (``Variant``) → bytes.
+        self.narrowed: dict[Variant, bytes] | None = None
 
 
 def built(cache: Cache, change: Change) -> Built:
@@ -126,8 +129,8 @@ def resource_schema(kind: ResourceKind) -> Schema:
 
 def resource_of(cache: Cache, entry: Entry, base: str, visible: representations.Visible = None) -> dict[str, Any]:
     """The object as its REST detail shows it under ``<kind>`` (same builders, same schema; stacks: see
-    ``resource_schema``); ``visible`` narrows derived references (a task's ``NodeHostname``) to what a
-    restricted reader may see."""
+    ``resource_schema``); ``visible`` narrows derived references (a task's ``NodeHostname``) and embedded
+    ones (``app.acl.redact``) to what a restricted reader may see."""
     kind = entry.kind
     framed = {"@id": base + representations.path_of(kind, entry.id), "@type": kind.spec.jsonld_type,
               **representations.item(cache, entry, visible)}

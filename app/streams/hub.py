@@ -36,7 +36,7 @@ from app.resources import ResourceKind
 from app.streams import events
 from app.streams.acl import hidden_references, may_read
 from app.streams.client import DEFAULT_QUEUE_FRAMES, Client
-from app.streams.events import Built, ScopeKey
+from app.streams.events import Built, ScopeKey, Variant
 from app.streams.wire import batch_frame, encode_json, sync_frame
 
 log = logging.getLogger(__name__)
@@ -233,14 +233,13 @@ class Hub:
             parts.append((item.change.kind.value, item.data))
         return batch_frame(wanted[-1].change.seq, parts)
 
-    def _narrowed(self, item: Built, variant: tuple[bool, bool], counter: _Counter) -> bytes:
-        """A task's data with its service and/or node reference blanked (built once per variant)."""
+    def _narrowed(self, item: Built, variant: Variant, counter: _Counter) -> bytes:
+        """An event's data with the references of ``variant`` blanked (built once per variant)."""
         variants = item.narrowed if item.narrowed is not None else {}
         item.narrowed = variants
         data = variants.get(variant)
         if data is None:
-            service_ok, node_ok = variant
-            visible = functools.partial(_variant_visible, service_ok, node_ok)
+            visible = functools.partial(_variant_visible, variant)
             data = variants[variant] = encode_json(events.event_data(self.cache, item.change, item.entry,
                                                                      self.base_path, visible))
             counter.tick()
@@ -276,8 +275,12 @@ class Hub:
             yield self._frame(chunk, counter, access)
 
 
-def _variant_visible(service_ok: bool, node_ok: bool, entry: Entry) -> bool:
-    return service_ok if entry.kind is ResourceKind.SERVICE else node_ok if entry.kind is ResourceKind.NODE else True
+def _variant_visible(variant: Variant, entry: Entry) -> bool:
+    if entry.kind is ResourceKind.SERVICE:
+        return variant[0]
+    if entry.kind is ResourceKind.NODE:
+        return variant[1]
+    return (entry.kind.value, entry.id) not in variant[2]
 
 
 class _Counter:
