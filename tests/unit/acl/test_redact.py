@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+from functools import partial
 from typing import Any
 
 import pytest
@@ -224,3 +225,25 @@ def test_history_changes_of_hidden_references_are_redacted(cache: Cache) -> None
     assert any(c["field"].endswith("Configs") for c in restricted["changes"])
     everything = entries.entry(change, cache, "")
     assert "shop_nginx" in text_of(everything["changes"])
+
+
+def test_stream_events_carry_a_variant_without_hidden_references(cache: Cache) -> None:
+    from app.streams import acl as stream_acl
+    from app.streams import events
+    from app.streams.hub import _variant_visible
+
+    access = access_for(BOB, parse_policy({"grants": [{"resources": ["service:shop_web_api"],
+                                                        "audience": ["user:bob"], "permissions": ["read"]}]}),
+                        auth_enabled=True)
+    entry = service_entry(cache)
+    change = Change(999_002, ResourceKind.SERVICE, Action.UPDATE, o.SVC_WEB, "shop_web_api", 1.0, entry.raw, entry.raw)
+    item = events.built(cache, change)
+    variant = stream_acl.hidden_references(access, cache, item)
+    assert variant is not None and variant[:2] == (True, True)
+    assert {("config", o.CFG_SHOP), ("secret", o.SEC_SHOP), ("volume", o.VOL_SHOP)} <= variant[2]
+    data = events.event_data(cache, change, item.entry, "", partial(_variant_visible, variant))
+    for name in HIDDEN_NAMES:
+        assert name not in text_of(data), name
+    everyone = access_for(BOB, parse_policy({"grants": [{"resources": ["*"], "audience": ["user:bob"],
+                                                         "permissions": ["read"]}]}), auth_enabled=True)
+    assert stream_acl.hidden_references(everyone, cache, item) is None     # shared data, no variant
