@@ -37,7 +37,7 @@ class Runtime:
             task_poll_interval=settings.task_poll_interval, resync_interval=settings.resync_interval))
         self.search = SearchIndex(self.cache)
         self.recommendations = RecommendationEngine(self.cache, EngineSettings(
-            debounce=settings.recommendations_debounce))
+            debounce=settings.recommendations_debounce, prometheus_url=settings.prometheus_url))
         self.writer = EngineWriter(settings.docker_host, settings.docker_api_version)   # request greenlets' writes
         self.audit = AuditLog(self.cache)
         self.policy = PolicySource(settings)   # the ACL policy (None without one); hot-reloaded from its file

@@ -30,6 +30,7 @@ from app.http.search import require_synced
 from app.query.paging import client_int
 from app.recommendations.checks import CHECK_IDS
 from app.recommendations.findings import RESOURCE_TYPES, SEVERITIES, Finding, iso
+from app.recommendations.prometheus_checks import PROMETHEUS_CHECK_IDS
 from app.runtime import current_runtime
 
 DEFAULT_LIMIT, MAX_LIMIT = 200, 1000
@@ -65,7 +66,7 @@ def _choices(args: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> fr
 def parse_filter(args: Mapping[str, str]) -> FindingFilter:
     resource = (args.get("resource") or "").strip()
     return FindingFilter(_choices(args, "severity", SEVERITIES), _choices(args, "kind", RESOURCE_TYPES),
-                         _choices(args, "check", CHECK_IDS), resource or None)
+                         _choices(args, "check", (*CHECK_IDS, *PROMETHEUS_CHECK_IDS)), resource or None)
 
 
 def _engine_findings() -> list[Finding]:

@@ -33,10 +33,12 @@ from app.cache.entries import Entry, service_references
 from app.cache.history import Action, Change
 from app.cache.store import Cache
 from app.cooperate import pause
+from app.metrics.upstream import PrometheusClient
 from app.recommendations import checks
 from app.recommendations.checks import UNUSED_CHECKS, Context
 from app.recommendations.constraints import Placement, parse_placement
 from app.recommendations.findings import CLUSTER_ID, Finding
+from app.recommendations.prometheus_checks import QUERY_LIMITS, PrometheusChecks
 from app.recommendations.store import FindingChange, FindingStore, Subject
 from app.resources import ResourceKind
 
@@ -54,6 +56,7 @@ class EngineSettings:
     lookback: float = 600.0        # restart-loop window
     failures: int = 3              # restart-loop threshold
     grace: float = 30.0            # replicas-not-running waits this long after a spec change
+    prometheus_url: str | None = None   # set: the Prometheus checks run too (every 5 min)
 
 
 @dataclass(slots=True)
@@ -81,6 +84,7 @@ class RecommendationEngine:
         self._timer: Greenlet | None = None
         self._sweeper: Greenlet | None = None
         self._unsubscribe: Callable[[], None] | None = None
+        self.prometheus: PrometheusChecks | None = None
         self.computed_at: float | None = None
         self.stats = EngineStats()
 
@@ -96,6 +100,11 @@ class RecommendationEngine:
         self._mark_everything()
         self._schedule()
         self._sweeper = gevent.spawn(self._sweep_loop)
+        if self.settings.prometheus_url:
+            self.prometheus = PrometheusChecks(self._cache, PrometheusClient(self.settings.prometheus_url,
+                                                                             QUERY_LIMITS),
+                                               self.publish, self.settings.lookback, self._clock)
+            self.prometheus.start()
 
     def stop(self) -> None:
         if self._unsubscribe is None:
@@ -107,12 +116,19 @@ class RecommendationEngine:
                 greenlet.kill(block=False)
         self._timer = self._sweeper = None
         self._rechecks.clear()
+        if self.prometheus is not None:
+            self.prometheus.stop()
+            self.prometheus = None
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` with the findings that appeared, changed or disappeared, after each slice of an
         evaluation; returns the function that unsubscribes."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def publish(self, subject: Subject, findings: list[Finding]) -> None:
+        """Make ``findings`` the current ones of a subject evaluated outside the engine (Prometheus checks)."""
+        self._emit(self._store.replace(subject, findings, self._clock()))
 
     # ------------------------------------------------------------------ reads
     def findings(self) -> list[Finding]:

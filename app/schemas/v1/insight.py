@@ -72,6 +72,10 @@ class FindingV1(Schema):
     message = fields.String(required=True)
     fix = fields.String(required=True, metadata={"description": "suggested fix"})
     fixAction = fields.String(metadata={"description": "write endpoint that applies the fix, when one exists"})
+    current = fields.Raw(metadata={"description": "Prometheus checks: measured use (CPU percent of one core, "
+                                               "memory bytes; an object by resource for cpu+memory)"})
+    configured = fields.Raw(metadata={"description": "Prometheus checks: the limit or reservation, same units"})
+    suggested = fields.Raw(metadata={"description": "Prometheus checks: CPU NanoCPUs, memory bytes (use x 2.0)"})
     firstSeen = fields.String(required=True, metadata={
         "description": "RFC 3339: when the finding appeared (kept while it persists)"})
     seq = fields.Integer(required=True, metadata={"description": "appearance order; the feeds' before cursor"})
