@@ -69,7 +69,7 @@ class PluginEngine:
 
     def _send(self, code: str, what: str, method: str, path: str, **kwargs: Any) -> Any:
         try:
-            return self.calls.send(method, path, **kwargs)
+            return self.calls.call(method, path, **kwargs)
         except WriteFailure as failure:
             raise problem(failure, code, what=what) from None
 

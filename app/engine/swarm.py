@@ -18,11 +18,10 @@ every failure classified by :func:`app.engine.writes.classify`; unit tests repla
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine.writes import EngineWriter, WriteFailure, classify
+from app.engine.writes import EngineWriter, WriteFailure
 from app.errors import ProblemError
 
 Raw = dict[str, Any]
@@ -31,33 +30,11 @@ _NOT_MANAGER = ("not a swarm manager", "not part of a swarm")
 
 
 class EngineCalls(EngineWriter):
-    """Engine requests with a per-call timeout and, for streamed answers (plugin pulls), the raw text."""
+    """The engine writer with the reference's 5 s timeout for swarm and plugin calls (``call`` takes a longer
+    one per request, and ``raw`` for streamed answers such as plugin pulls)."""
 
     def __init__(self, base_url: str, api_version: str = "1.41", timeout: float = TIMEOUT) -> None:
         super().__init__(base_url, api_version, timeout)
-
-    def send(self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None,
-             raw: bool = False, timeout: float | None = None) -> Any:
-        """One request; the decoded JSON answer (None when empty), or its text with ``raw``. Any failure,
-        transport ones included, is a ``WriteFailure``."""
-        api = self.api
-        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
-        try:
-            url = api._url(path)  # type: ignore[attr-defined]
-            if method == "GET":
-                response = api._get(url, params=params, **extra)  # type: ignore[attr-defined]
-            elif method == "DELETE":
-                response = api._delete(url, params=params, **extra)  # type: ignore[attr-defined]
-            else:
-                response = api._post(url, params=params,  # type: ignore[attr-defined]
-                                     data=None if body is None else json.dumps(body),
-                                     headers={"Content-Type": "application/json"}, **extra)
-            api._raise_for_status(response)  # type: ignore[attr-defined]
-            if raw:
-                return response.text
-            return response.json() if response.content else None
-        except Exception as exc:   # every failure is classified
-            raise classify(exc) from exc
 
 
 def problem(failure: WriteFailure, code: str, *, what: str, own_invalid: bool = False) -> ProblemError:
@@ -151,7 +128,7 @@ class SwarmEngine:
 
     def inspect(self) -> Raw:
         try:
-            found = self.calls.send("GET", "/swarm")
+            found = self.calls.call("GET", "/swarm")
         except WriteFailure as failure:
             raise problem(failure, "SWM002", what="the swarm inspect") from None
         if not isinstance(found, dict):
@@ -165,7 +142,7 @@ class SwarmEngine:
         params: dict[str, Any] = {"version": version}
         params.update({name: "true" for name, wanted in rotate.items() if wanted})
         try:
-            self.calls.send("POST", "/swarm/update", params=params, body=spec)
+            self.calls.call("POST", "/swarm/update", params=params, body=spec)
         except WriteFailure as failure:
             raise problem(failure, code, what=what) from None
 
@@ -196,7 +173,7 @@ class SwarmEngine:
 
     def unlock_key(self) -> str:
         try:
-            found = self.calls.send("GET", "/swarm/unlockkey")
+            found = self.calls.call("GET", "/swarm/unlockkey")
         except WriteFailure as failure:
             raise problem(failure, "SWM009", what="reading the unlock key") from None
         key = found.get("UnlockKey") if isinstance(found, dict) else None
@@ -207,6 +184,6 @@ class SwarmEngine:
 
     def unlock(self, key: str) -> None:
         try:
-            self.calls.send("POST", "/swarm/unlock", body={"UnlockKey": key})
+            self.calls.call("POST", "/swarm/unlock", body={"UnlockKey": key})
         except WriteFailure as failure:
             raise problem(failure, "SWM008", what="the unlock", own_invalid=True) from None

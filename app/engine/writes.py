@@ -79,20 +79,25 @@ class EngineWriter:
             self._client = None
 
     def call(self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None,
-             expect_json: bool = True) -> Any:
-        """One engine request; any failure is a ``WriteFailure``."""
+             expect_json: bool = True, raw: bool = False, timeout: float | None = None) -> Any:
+        """One engine request: the decoded JSON answer (None when empty or not ``expect_json``), or its text
+        with ``raw`` (streamed answers such as plugin pulls); ``timeout`` overrides the client's for this
+        call. Any failure, transport ones included, is a ``WriteFailure``."""
         api = self.api
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         try:
             url = api._url(path)  # type: ignore[attr-defined]
             if method == "GET":
-                response = api._get(url, params=params)  # type: ignore[attr-defined]
+                response = api._get(url, params=params, **extra)  # type: ignore[attr-defined]
             elif method == "DELETE":
-                response = api._delete(url, params=params)  # type: ignore[attr-defined]
+                response = api._delete(url, params=params, **extra)  # type: ignore[attr-defined]
             else:
                 response = api._post(url, params=params,  # type: ignore[attr-defined]
                                      data=None if body is None else json.dumps(body),
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json"}, **extra)
             api._raise_for_status(response)  # type: ignore[attr-defined]
+            if raw:
+                return response.text
             if not expect_json or not response.content:
                 return None
             return response.json()

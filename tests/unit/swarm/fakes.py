@@ -28,8 +28,8 @@ class FakeCalls(EngineCalls):
         self.answers: dict[tuple[str, str], Answer] = dict(answers or {})
         self.sent: list[Sent] = []
 
-    def send(self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None,
-             raw: bool = False, timeout: float | None = None) -> Any:
+    def call(self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None,
+             expect_json: bool = True, raw: bool = False, timeout: float | None = None) -> Any:
         self.sent.append(Sent(method, path, params, body, raw, timeout))
         if (method, path) not in self.answers:
             raise WriteFailure("not_found", f"no such route {method} {path}")
