@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 from weakref import WeakKeyDictionary
 
 from app.cache.entries import Entry
@@ -67,14 +67,24 @@ class ReadableMemo:
         return subset
 
 
-_MEMOS: WeakKeyDictionary[Cache, ReadableMemo] = WeakKeyDictionary()
+T = TypeVar("T")
 
 
-def memo_for(cache: Cache) -> ReadableMemo:
-    memo = _MEMOS.get(cache)
-    if memo is None:
-        memo = _MEMOS[cache] = ReadableMemo(cache)
-    return memo
+class PerCache(Generic[T]):
+    """One ``T`` per cache (the ACL memos), made on first use and dropped with its cache."""
+
+    def __init__(self, make: Callable[[Cache], T]) -> None:
+        self._make = make
+        self._made: WeakKeyDictionary[Cache, T] = WeakKeyDictionary()
+
+    def __call__(self, cache: Cache) -> T:
+        made = self._made.get(cache)
+        if made is None:
+            made = self._made[cache] = self._make(cache)
+        return made
+
+
+memo_for: PerCache[ReadableMemo] = PerCache(ReadableMemo)
 
 
 def readable_subset(cache: Cache, entries: Sequence[Entry], keep: Callable[[Entry], bool]) -> list[Entry]:

@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from functools import partial
 from typing import Any
-from weakref import WeakKeyDictionary
 
+from app.acl.memo import PerCache
 from app.cache.entries import Entry, build_entry
 from app.cache.store import Cache
 from app.resources import STACK_LABEL, ResourceKind
@@ -236,14 +236,7 @@ class _Memo:
         return found
 
 
-_MEMOS: WeakKeyDictionary[Cache, _Memo] = WeakKeyDictionary()
-
-
-def memo_for(cache: Cache) -> _Memo:
-    memo = _MEMOS.get(cache)
-    if memo is None:
-        memo = _MEMOS[cache] = _Memo(cache)
-    return memo
+memo_for: PerCache[_Memo] = PerCache(_Memo)
 
 
 def redact(entry: Entry, cache: Cache, visible: Visible) -> Raw:
