@@ -192,6 +192,5 @@ class UnlockKey(MethodView):
     def get(self) -> Response:
         writes.begin("read_swarm_unlock_key")
         key = swarm_engine().unlock_key()
-        response = writes.answer_document("/swarm/unlock-key", "SwarmUnlockKey", {"unlockKey": key})
-        response.headers["Cache-Control"] = "no-store"
-        return response
+        return writes.answer_document("/swarm/unlock-key", "SwarmUnlockKey", {"unlockKey": key},
+                                      cache_control="no-store")

@@ -46,8 +46,13 @@ def encode(body: Any) -> bytes:
 
 def document(body: dict[str, Any], *, status: int = 200, content_type: str | None = None,
              cache_control: str = "no-cache") -> Response:
-    response = Response(encode(body), status=status,
-                        content_type=content_type or current_representation().content_type)
+    return encoded_document(encode(body), status=status, content_type=content_type, cache_control=cache_control)
+
+
+def encoded_document(data: bytes, *, status: int = 200, content_type: str | None = None,
+                     cache_control: str = "no-cache") -> Response:
+    """A JSON body already encoded (e.g. in parts, yielding between them: ``app.logs.page``)."""
+    response = Response(data, status=status, content_type=content_type or current_representation().content_type)
     response.headers["Cache-Control"] = cache_control
     return response
 

@@ -293,12 +293,13 @@ def answer_detail(entry: Entry | None, *, status: int = 200, members: dict[str, 
     return response
 
 
-def answer_document(path: str, jsonld_type: str, members: dict[str, Any], *, status: int = 200) -> Response:
+def answer_document(path: str, jsonld_type: str, members: dict[str, Any], *, status: int = 200,
+                    cache_control: str = "no-cache") -> Response:
     """A sub-resource (or other non-detail) answer: ``{@context, @id: path, @type, ...members}``."""
     base = respond.base_path()
     body = envelope(base, path, jsonld_type)
     body.update(members)
-    return respond.document(body, status=status)
+    return respond.document(body, status=status, cache_control=cache_control)
 
 
 def created(location: str, build: Callable[[], Response]) -> Response:

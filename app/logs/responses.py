@@ -15,7 +15,7 @@ from app.engine.logs import LogTarget
 from app.http import respond
 from app.http.jsonld import envelope
 from app.http.live import live_response
-from app.http.negotiation import HTML, JSON, JSON_LD, JSON_V1, SSE, current_representation
+from app.http.negotiation import HTML, JSON, JSON_LD, JSON_V1, SSE
 from app.logs.facility import log_facility
 from app.logs.labels import Labeller
 from app.logs.page import Selection, log_page_bytes, text_body
@@ -46,9 +46,7 @@ def _one_shot(targets_of: TargetsOf) -> Selection:
 def json_page(targets_of: TargetsOf) -> Response:
     selection = _one_shot(targets_of)
     data = log_page_bytes(selection, envelope(respond.base_path(), request.path, "LogResponse"))
-    response = Response(data, content_type=current_representation().content_type)
-    response.headers["Cache-Control"] = "no-store"
-    return response
+    return respond.encoded_document(data, cache_control="no-store")
 
 
 def text_download(targets_of: TargetsOf, filename: str) -> Response:
