@@ -92,7 +92,8 @@ def collection(kind: ResourceKind, page: Page, *, paged: bool = True) -> Respons
     return with_freshness(response)
 
 
-def detail(entry: Entry) -> Response:
+def detail(entry: Entry, extra: dict[str, Any] | None = None) -> Response:
+    """The detail of ``entry``; ``extra`` members are appended (a write's ``rollout`` outcome)."""
     cache, base, version = current_runtime().cache, base_path(), current_representation().version
     kind = entry.kind
     members = representations.detail(cache, entry, base, read_filter())
@@ -100,6 +101,7 @@ def detail(entry: Entry) -> Response:
     members[key] = detail_schema_for(kind, version).dump(_framed_item(kind, members[key], entry.id, base))
     body = envelope(base, representations.path_of(kind, entry.id), kind.spec.jsonld_type)
     body.update(members)
+    body.update(extra or {})
     response = document(body)
     modified = last_modified(cache, entry)
     if modified is not None:

@@ -282,13 +282,9 @@ def answer_detail(entry: Entry | None, *, status: int = 200, members: dict[str, 
     """The object's detail as a GET would serve it (plus ``members``, e.g. the rollout outcome)."""
     if entry is None:
         return no_content()
-    response = respond.detail(entry)
+    response = respond.detail(entry, members)
     if not members:   # the bytes a GET of the detail gets: its validator, usable for the next If-Match
         response.headers["ETag"] = compute_etag(response.get_data())
-    else:
-        body = json.loads(response.get_data())
-        body.update(members)
-        response.set_data(respond.encode(body))
     response.status_code = status
     return response
 
