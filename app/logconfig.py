@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from typing import Any
 
@@ -29,6 +30,22 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+class RedactCredentials(logging.Filter):
+    """Replaces the values of OAuth query parameters (``/auth/callback?code=…&state=…``) in log lines: the
+    access log (gunicorn's ``%(r)s``) prints request lines with their query string. Installed on the access
+    log in every mode: a credential in a URL is a credential whatever the configured mode."""
+
+    PARAMETER = re.compile(r"([?&](?:code|state|session_state|id_token|access_token|refresh_token|token)=)"
+                           r"[^&\s\"]*")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = self.PARAMETER.sub(r"\1[redacted]", message)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        return True
+
+
 def dict_config(level: str = "info", fmt: str = "json") -> dict[str, Any]:
     formatter = ({"()": f"{__name__}.JsonFormatter"} if fmt == "json"
                  else {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"})
@@ -37,12 +54,14 @@ def dict_config(level: str = "info", fmt: str = "json") -> dict[str, Any]:
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": {"default": formatter},
+        "filters": {"credentials": {"()": f"{__name__}.RedactCredentials"}},
         "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "default",
                                 "stream": "ext://sys.stderr"}},
         "root": {"level": python_level, "handlers": ["stderr"]},
         "loggers": {
             "gunicorn.error": {"level": python_level, "handlers": ["stderr"], "propagate": False},
-            "gunicorn.access": {"level": "INFO", "handlers": ["stderr"], "propagate": False},
+            "gunicorn.access": {"level": "INFO", "handlers": ["stderr"], "propagate": False,
+                                "filters": ["credentials"]},
             "docker": {"level": "WARNING"}, "urllib3": {"level": "WARNING"},
         },
     }

@@ -113,7 +113,6 @@ class OidcProvider:
         """Clears cookies that were refused (a tampered or expired session, a spent login flow), and keeps
         the callback's code and state out of the server's access log."""
         app.after_request(self._clear_refused_cookies)
-        redact_access_log()
 
     def authenticate(self, request: Request) -> Identity:
         authorization = request.headers.get("Authorization")
@@ -302,27 +301,6 @@ class OidcProvider:
         for purpose in g.get(_G_CLEAR, ()):
             self.cookies.clear(response, purpose)
         return response
-
-
-class RedactCredentials(logging.Filter):
-    """Replaces the values of OAuth query parameters (``/auth/callback?code=…&state=…``) in log lines: the
-    access log (gunicorn's ``%(r)s``) prints request lines with their query string."""
-
-    PARAMETER = re.compile(r"([?&](?:code|state|session_state|id_token|access_token|refresh_token|token)=)"
-                           r"[^&\s\"]*")
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        redacted = self.PARAMETER.sub(r"\1[redacted]", message)
-        if redacted != message:
-            record.msg, record.args = redacted, None
-        return True
-
-
-def redact_access_log(logger: str = "gunicorn.access") -> None:
-    target = logging.getLogger(logger)
-    if not any(isinstance(existing, RedactCredentials) for existing in target.filters):
-        target.addFilter(RedactCredentials())
 
 
 def _origin(url: str) -> str:

@@ -16,12 +16,13 @@ from joserfc.jwk import OctKey, RSAKey
 
 from app import create_app
 from app.auth.identity import AuthenticationFailed, Identity, LoginRequired, ProviderGrant, ProviderRefused
-from app.auth.oidc import OidcProvider, RedactCredentials, safe_redirect
+from app.auth.oidc import OidcProvider, safe_redirect
 from app.auth.oidc_claims import grants_of, groups_of, identity_from_claims, identity_from_dict, identity_to_dict
 from app.auth.oidc_cookies import FLOW, SESSION, CookieInvalid, SignedCookies
 from app.auth.oidc_discovery import JWKS_MIN_INTERVAL, Discovery, ProviderUnavailable
 from app.auth.oidc_tokens import TokenRejected, TokenVerifier
 from app.config import Settings
+from app.logconfig import RedactCredentials
 
 ISSUER = "https://idp.example"
 CLIENT = "shoal"
