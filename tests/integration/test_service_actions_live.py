@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +15,7 @@ import pytest
 import requests
 
 from tests.conftest import running_app, wait_for
-from tests.integration.engine_state import sleeper
+from tests.integration.engine_state import settled_etag, sleeper
 
 pytestmark = pytest.mark.integration
 
@@ -76,17 +75,6 @@ def test_bad_bodies_are_problems_and_write_nothing(app3: Any, service: Any, engi
     response = client.put("/services/nope/scale", json={"replicas": 1})
     assert response.status_code == 404 and response.get_json()["code"] == "SVC003"
     assert engine.inspect_service(service.id)["Version"]["Index"] == version
-
-
-def settled_etag(client: Any, service_id: str) -> str:
-    """The detail's ETag once it stops changing (its tasks start after a scale and the detail embeds them)."""
-    def same_twice() -> str | None:
-        first = client.get(f"/services/{service_id}").headers["ETag"]
-        time.sleep(0.5)
-        second = client.get(f"/services/{service_id}").headers["ETag"]
-        return first if first == second else None
-
-    return str(wait_for(same_twice, 20, message="a steady service detail"))
 
 
 def test_if_match_with_a_stale_etag_is_412_and_writes_nothing(app3: Any, service: Any,

@@ -15,7 +15,7 @@ import docker
 import pytest
 
 from tests.conftest import running_app, start_runtime_app, wait_for
-from tests.integration.engine_state import sleeper
+from tests.integration.engine_state import settled_etag, sleeper
 
 pytestmark = pytest.mark.integration
 
@@ -475,7 +475,7 @@ def test_prefer_minimal_and_wait(app3: Any, service: Any, engine: docker.APIClie
 
 def test_if_match_stale_is_412(app3: Any, service: Any, engine: docker.APIClient) -> None:
     client = Writer(app3, engine)
-    etag = client.get(f"/services/{service.id}").headers["ETag"]
+    etag = settled_etag(client, service.id)   # the detail embeds tasks that may still be starting
     assert patch(client, f"/services/{service.id}/labels", {"x": "1"}, MP, **{"If-Match": etag}).status_code == 200
     stale = patch(client, f"/services/{service.id}/labels", {"x": "2"}, MP, **{"If-Match": etag})
     assert stale.status_code == 412 and stale.get_json()["code"] == "SVC001"
