@@ -10,6 +10,13 @@ record's size is fixed when it is made (``RECORD_OVERHEAD`` plus the estimated s
 is exceeded, but the newest record always stays, so ``since`` can tell a client it is up to date. An object
 shared by two records (the ``after`` of one is the ``before`` of the next, and the live cache holds the
 latest) is counted for each, so the bound overestimates what the ring alone keeps alive.
+
+Numbers are unique forever, not only within one process (``app.store`` and docs/state-store.md): a new
+sequence starts at :func:`sequence_base` (microseconds since the Unix epoch), and after an unclean stop the
+numbering goes on past a gap that covers every number the dead process may have sent without committing it.
+So the ring may hold holes. A position (a ``Last-Event-ID``) is valid when it is a record's number, the number
+just before a record (the start of a run: a sequence's start, the end of a gap, or a record that left the
+ring) or ``last_seq``; any other number (inside a gap, ahead, before this sequence) gets ``None``: resync.
 """
 
 from __future__ import annotations
@@ -70,6 +77,10 @@ class History:
         return self._ring[0].seq if self._ring else None
 
     @property
+    def max_bytes(self) -> int:
+        return self._max_bytes
+
+    @property
     def bytes(self) -> int:
         """Estimated bytes of the records kept (the sum of their ``size``)."""
         return self._bytes
@@ -82,53 +93,66 @@ class History:
                         RECORD_OVERHEAD + size)
         self._ring.append(change)
         self._bytes += change.size
-        while len(self._ring) > 1 and (len(self._ring) > self._capacity or self._bytes > self._max_bytes):
-            self._bytes -= self._ring.popleft().size
+        self._trim()
         return change
 
     def restore(self, records: Iterable[Change], last_seq: int) -> None:
-        """Continue a sequence persisted by an earlier process: keep the consecutive run of ``records``
-        (ascending) that ends at ``last_seq``, within the bounds; the next record is ``last_seq + 1``.
+        """Continue a sequence persisted by an earlier process: keep ``records`` (ascending, holes allowed:
+        gaps left by unclean stops), within the bounds; the next record is ``last_seq + 1``. ``last_seq`` may
+        lie past the newest record (the end of a gap); records past it were never committed and are dropped.
 
         Only an empty, never-used ring can be restored: numbers already handed out must not be reused."""
         if self._seq or self._ring:
             raise ValueError("only an empty history can be restored")
         if last_seq < 0:
             raise ValueError("the sequence cannot be negative")
-        run: list[Change] = []
-        for change in records:
-            if run and change.seq != run[-1].seq + 1:
-                run = []   # a hole: only the run after it can be served by position
-            run.append(change)
-        if not run or run[-1].seq != last_seq:
-            run = []       # the records do not end where the sequence does: none of them can be trusted
         self._seq = last_seq
-        for change in run:
+        for change in records:
+            if change.seq > last_seq or (self._ring and change.seq <= self._ring[-1].seq):
+                continue
             self._ring.append(change)
             self._bytes += change.size
+        self._trim()
+
+    def _trim(self) -> None:
         while len(self._ring) > 1 and (len(self._ring) > self._capacity or self._bytes > self._max_bytes):
             self._bytes -= self._ring.popleft().size
 
+    @property
+    def has_holes(self) -> bool:
+        """Whether the ring's numbers are not consecutive (a gap after an unclean stop lies inside it)."""
+        return bool(self._ring) and self._ring[-1].seq - self._ring[0].seq != len(self._ring) - 1
+
+    def _index_after(self, seq: int) -> int:
+        """Position of the first record numbered above ``seq``."""
+        if not self.has_holes:
+            return min(len(self._ring), max(0, seq - self._ring[0].seq + 1))
+        return bisect.bisect_right(self._ring, seq, key=_seq_of)
+
     def since(self, seq: int) -> list[Change] | None:
-        """Changes after ``seq``; None when ``seq`` fell out of the ring (the caller must resync)."""
+        """Changes after ``seq``; None when ``seq`` is not a position of this sequence that the ring can
+        serve (ahead of it, inside a gap, before this sequence, or fallen out of the ring): resync."""
         if seq > self._seq:
             return None
-        if not self._ring:
-            return [] if seq == self._seq else None
-        if seq >= self._ring[-1].seq:
+        if seq == self._seq:
             return []
-        if seq < self._ring[0].seq - 1:
+        if not self._ring or seq > self._ring[-1].seq:
+            return None   # between the newest record and last_seq: inside a gap (or never a position)
+        if seq == self._ring[-1].seq:
+            return []
+        index = self._index_after(seq)
+        follows = self._ring[index].seq == seq + 1
+        if not follows and not (index and self._ring[index - 1].seq == seq):
             return None
-        index = bisect.bisect_right(self._ring, seq, key=lambda change: change.seq)
-        return list(self._ring)[index:]
+        return list(itertools.islice(self._ring, index, None))
 
     def newest_first(self, before: int | None = None) -> Iterator[Change]:
-        """Records newest first; with ``before``, only those with a smaller sequence number. The ring holds
-        consecutive numbers, so the start is found by position (C-level skipping), not by a scan."""
+        """Records newest first; with ``before``, only those with a smaller sequence number. Without holes
+        the start is found by position (C-level skipping), with holes by bisection: never a scan."""
         records = reversed(self._ring)
         if before is None or not self._ring:
             return records
-        skip = self._ring[-1].seq - before + 1
+        skip = len(self._ring) - self._index_after(before - 1)
         if skip <= 0:
             return records
         return itertools.islice(records, skip, None)
@@ -137,8 +161,20 @@ class History:
         """The record with this sequence number, None when it is not (or no longer) in the ring."""
         if not self._ring or not self._ring[0].seq <= seq <= self._ring[-1].seq:
             return None
-        change = self._ring[seq - self._ring[0].seq]
-        return change if change.seq == seq else None
+        index = self._index_after(seq) - 1
+        change = self._ring[index] if index >= 0 else None
+        return change if change is not None and change.seq == seq else None
 
     def __len__(self) -> int:
         return len(self._ring)
+
+
+def _seq_of(change: Change) -> int:
+    return change.seq
+
+
+def sequence_base(now: float | None = None) -> int:
+    """Where a new sequence starts: microseconds since the Unix epoch (about 1.8e15, below 2**53, so
+    JavaScript clients keep ids exact). Every number of an earlier sequence is lower, as long as the numbers
+    were handed out at less than one per microsecond on average."""
+    return int((time.time() if now is None else now) * 1_000_000)

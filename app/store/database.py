@@ -7,7 +7,8 @@ Tables (schema version ``SCHEMA_VERSION`` in ``PRAGMA user_version``, ``APPLICAT
 ``PRAGMA application_id``):
 
 - ``meta``: ``epoch`` (when this sequence started, whole seconds: part of feed entry ids), ``last_seq``
-  (the newest change number written), ``clean`` (1 after an orderly close, 0 while open).
+  (the newest change number written, or the end of a gap: the number the sequence continues after),
+  ``clean`` (1 after an orderly close with nothing left unwritten, 0 while open).
 - ``history``: one row per change record of the cache's ring (seq, kind, action, id, name, timestamp,
   before/after JSON, estimated size), trimmed to what the ring keeps.
 - ``objects``: the last cache snapshot, one row per engine object (raw JSON), kept current from the change
@@ -21,13 +22,13 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.cache.entries import Entry, Raw, build_entry, raw_identity
-from app.cache.history import Action, Change
+from app.cache.history import Action, Change, sequence_base
 from app.resources import ENGINE_KINDS, ResourceKind
 
 APPLICATION_ID = 0x53484F4C        # "SHOL": marks the file as this service's
@@ -84,7 +85,8 @@ class Database:
     def open(cls, path: str, epoch: int | None = None) -> Database:
         """Open (or create) the store file and check it is ours and sound.
 
-        :param epoch: for a new file, the epoch to record (default: now).
+        :param epoch: for a new file, the epoch to record (default: now). A new file's sequence starts at
+            :func:`~app.cache.history.sequence_base`, above every number of an earlier sequence.
         :raises BadStoreFile: the file exists but must not be used (the caller moves it aside).
         :raises sqlite3.OperationalError, OSError: the file cannot be opened or created at all.
         """
@@ -146,8 +148,8 @@ class Database:
                 if statement.strip():
                     db.execute(statement)
             db.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
-                           [("epoch", str(int(time.time()) if epoch is None else epoch)), ("last_seq", "0"),
-                            ("clean", "0")])
+                           [("epoch", str(int(time.time()) if epoch is None else epoch)),
+                            ("last_seq", str(sequence_base())), ("clean", "0")])
             db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -216,21 +218,24 @@ class Database:
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE … COMMIT; on any failure (COMMIT's included: "database or disk is full" may come
+        from it) roll back if a transaction is still open, and raise the *first* error: a ROLLBACK that
+        fails too must not hide why, nor leave a transaction open for the next BEGIN to trip on."""
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:
+                with suppress(sqlite3.Error):   # the error being raised is the one that says why
+                    self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
 
-    def start_over(self, last_seq: int, epoch: int) -> None:
-        """Drop the history and continue the sequence at ``last_seq`` under a new ``epoch`` (the snapshot
-        stays): after an unclean stop, numbers past the file's ``last_seq`` may already have been sent."""
+    def continue_after(self, last_seq: int) -> None:
+        """Record where the sequence goes on (the end of the gap after an unclean stop), before any number
+        past it is handed out: a second crash then cannot reuse what this process sends."""
         with self._transaction():
-            self._db.execute("DELETE FROM history")
             self._set_last_seq(last_seq)
-            self._db.execute("UPDATE meta SET value = ? WHERE key = 'epoch'", (str(epoch),))
 
     def _set_last_seq(self, seq: int) -> None:
         self._db.execute("UPDATE meta SET value = ? WHERE key = 'last_seq'", (str(seq),))
@@ -266,10 +271,13 @@ class Database:
         if keep_from is not None:
             db.execute("DELETE FROM history WHERE seq < ?", (keep_from,))
 
-    def close(self) -> None:
-        """Mark an orderly close and fold the WAL back into the file."""
+    def close(self, clean: bool = True) -> None:
+        """Fold the WAL back into the file and close it; with ``clean`` mark an orderly close first. The
+        caller passes ``clean=False`` whenever a change is left unwritten: the next start must then treat
+        the file as after a crash (continue past a gap), never reuse the numbers it did not record."""
         try:
-            self._db.execute("UPDATE meta SET value = '1' WHERE key = 'clean'")
+            if clean:
+                self._db.execute("UPDATE meta SET value = '1' WHERE key = 'clean'")
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             self._db.close()

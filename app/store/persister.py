@@ -1,28 +1,26 @@
 """The store on the gevent side: restore at start, batched writes while running, a final flush at stop.
 
-- ``start`` (before the watcher starts) takes the lock file, opens the database (a bad file is logged and
-  moved aside, then a fresh one is created), loads it and hands it to ``Cache.restore``; then it subscribes
-  to the cache and starts the writer.
+- ``start`` (before the watcher starts) takes the lock (``app.store.lock``), opens the database (a bad file
+  is logged and moved aside, then a fresh one is created), loads it and hands it to ``Cache.restore``; then
+  it subscribes to the cache and starts the writer.
 - The cache listener only appends the batch to a list (no I/O inside the cache's write). The writer
   greenlet wakes on the first pending change, waits ``flush_interval`` so one transaction carries every
   change of the window, and runs the transaction on the store's own thread (a one-thread gevent
   ``ThreadPool``): the hub only waits on it, and sqlite3 releases the GIL while SQLite works.
-- A failed write is retried at the next flush with its changes kept; past ``MAX_PENDING`` changes they
-  are dropped and the next successful flush rewrites the file from the cache. A write that finds the file
-  damaged moves it aside and rewrites a fresh one.
-- After an unclean stop (the file's ``clean`` flag is 0) the snapshot is restored but the history starts
-  over: numbers the killed process sent but never wrote must not be given to other changes.
-- ``stop`` (after the watcher stopped) waits for the writer, writes what is pending, marks the file
-  closed in order and releases the lock.
-
-One process at a time: an exclusive ``flock`` on ``<file>.lock``. A new gunicorn worker may start while the
-old one still flushes, so the lock is waited for (``lock_timeout``); after that the service runs without
-persistence and says so in the log.
+- A failed write keeps its changes for the next attempt (after a growing delay, ``app.store.health``);
+  past ``max_pending_bytes`` (default: the history ring's byte bound, past which pending records have left
+  the ring anyway) they are dropped and the next successful flush rewrites the file from the cache. A write
+  that finds the file damaged moves it aside and rewrites a fresh one.
+- After an unclean stop (the file's ``clean`` flag is 0: a kill, a crash, or a stop whose last writes
+  failed) every committed record is kept and the numbering continues past a gap (:func:`resume_after_gap`)
+  that covers every number the dead process may have sent without committing it; positions inside the gap
+  get ``sync`` (``History.since``).
+- ``stop`` (after the watcher stopped) waits for the writer, writes what is pending, marks the file closed
+  in order only if nothing is left unwritten, and releases the lock.
 """
 
 from __future__ import annotations
 
-import fcntl
 import gc
 import logging
 import os
@@ -38,18 +36,29 @@ import gevent.monkey
 from gevent.threadpool import ThreadPool
 
 from app import heap
-from app.cache.history import Change
+from app.cache.history import Change, sequence_base
 from app.cache.store import Cache
 from app.resources import ENGINE_KINDS
 from app.store.database import BadStoreFile, Database, Loaded, move_aside
+from app.store.health import StoreState, StoreStatus, WriteHealth, describe_error
+from app.store.lock import DataDirInUse, take_lock
 
 log = logging.getLogger(__name__)
 
 _thread_sleep = gevent.monkey.get_original("time", "sleep")   # the store thread's sleep, not the hub's
-MAX_PENDING = 100_000         # changes kept across failed writes before falling back to a rewrite
-# After an unclean stop the sequence continues this much higher: more than the changes one flush interval
-# can hold (a first full sync of 50,000 tasks is ~60,000 records).
-SEQ_JUMP = 1_000_000
+# When the clock went back, the numbering after an unclean stop still goes this far past the committed end:
+# more than the changes one flush interval can hold (a first full sync of 50,000 tasks is ~60,000 records).
+SEQ_MARGIN = 1_000_000
+
+
+def resume_after_gap(committed: int, now: float | None = None) -> int:
+    """Where the numbering goes on after an unclean stop whose file ends at ``committed``.
+
+    Every number ever handed out is at most the microseconds since the Unix epoch at that moment (sequences
+    start at :func:`~app.cache.history.sequence_base` and take less than one number per microsecond), so
+    the clock now lies past every number the dead process may have sent; ``SEQ_MARGIN`` guards a clock
+    that went back."""
+    return max(sequence_base(now), committed + SEQ_MARGIN)
 
 
 def _load_frozen(database: Database) -> Loaded:
@@ -80,20 +89,25 @@ class StoreStats:
     write_errors: int = 0
     rewrites: int = 0
     moved_aside: int = 0
+    dropped_changes: int = 0
 
 
 class Persister:
-    def __init__(self, cache: Cache, path: str, flush_interval: float = 0.5, lock_timeout: float = 15.0) -> None:
+    def __init__(self, cache: Cache, path: str, flush_interval: float = 0.5, lock_timeout: float = 15.0,
+                 max_pending_bytes: int | None = None) -> None:
         self._cache = cache
         self.path = path
         self.flush_interval = flush_interval
         self.lock_timeout = lock_timeout
+        self.max_pending_bytes = cache.history.max_bytes if max_pending_bytes is None else max_pending_bytes
         self.stats = StoreStats()
+        self.health = WriteHealth(path)
         self.epoch: int | None = None
         self._db: Database | None = None
         self._lock_file: IO[bytes] | None = None
         self._pool: ThreadPool | None = None
         self._pending: list[Change] = []
+        self._pending_bytes = 0
         self._rewrite = False
         self._wake = gevent.event.Event()
         self._stopping = gevent.event.Event()
@@ -101,38 +115,53 @@ class Persister:
         self._writer: gevent.Greenlet | None = None
         self._unsubscribe: object = None
         self._aside: list[tuple[str, str]] = []
-        self._started_over: int | None = None
+        self._gap: tuple[int, int, str | None] | None = None   # committed end, resumed at, why not recorded
+        self._started = False
 
     @property
     def active(self) -> bool:
         """The file is open and being written."""
         return self._db is not None
 
+    def status(self) -> StoreStatus:
+        if self._db is None:
+            state = StoreState.UNAVAILABLE
+        else:
+            state = StoreState.FAILING if self.health.failing else StoreState.OK
+        return StoreStatus(state, len(self._pending), self._pending_bytes, self.health.failing_since,
+                           self.health.last_error, self.stats.write_errors, self.stats.dropped_changes)
+
     # ------------------------------------------------------------------ start
-    def start(self) -> None:
-        """Open, restore into the (empty) cache, subscribe, start the writer. Any failure to open leaves
-        the service running without persistence (logged as an error)."""
+    def start(self) -> bool:
+        """Open, restore into the (empty) cache, subscribe, start the writer; True when the cache was restored.
+        A file that cannot be opened leaves the service running without persistence (logged as an error).
+
+        :raises DataDirInUse: another service holds the data directory (the caller ends the process)."""
         self._pool = ThreadPool(1)
         started = time.monotonic()
         try:
             loaded = self._pool.apply(self._open_and_load)
+        except DataDirInUse:
+            self._stop_pool()
+            raise
         except Exception as exc:
             self._log_set_aside()
             log.error("state store unavailable; running without persistence",
-                      extra={"path": self.path, "error": f"{type(exc).__name__}: {exc}"})
+                      extra={"path": self.path, "error": describe_error(exc)})
             self._release_lock()
-            return
+            return False
         self._log_set_aside()
         self._restore(loaded, started)
         unsubscribe = self._cache.subscribe(self._on_changes)
         self._unsubscribe = unsubscribe
         self._writer = gevent.spawn(self._run)
+        return True
 
     def _open_and_load(self) -> Loaded:
         """On the store thread: lock, open (moving a bad file aside), load (likewise)."""
         directory = os.path.dirname(self.path) or "."
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        self._take_lock()
+        self._lock_file = take_lock(self.path + ".lock", self.lock_timeout, _thread_sleep)
         for _attempt in (1, 2):
             try:
                 database = Database.open(self.path)
@@ -142,26 +171,30 @@ class Persister:
             try:
                 loaded = _load_frozen(database)
             except BadStoreFile as exc:
-                database.close()
+                database.close(clean=False)
                 self._set_aside(str(exc))
                 continue
             if not loaded.clean:
-                self._start_over(database, loaded)
+                self._continue_past_gap(database, loaded)
             self._db = database
             return loaded
         raise RuntimeError(f"{self.path} was bad twice in a row")  # pragma: no cover (a race with another tool)
 
-    def _start_over(self, database: Database, loaded: Loaded) -> None:
-        """The previous process did not close the file (killed, crashed): it may have sent change numbers
-        past the file's ``last_seq`` that it never wrote, and reusing them would let a client resuming
-        from one silently miss changes. So the history starts over under a new epoch, ``SEQ_JUMP`` numbers
-        further; the snapshot is kept, so the first sync still reports only what changed. Clients resuming
-        from an older id get ``sync``. Written at once, so a second crash cannot reuse numbers either."""
-        self._started_over = loaded.last_seq
-        loaded.records = []
-        loaded.last_seq += SEQ_JUMP
-        loaded.epoch = max(int(time.time()), loaded.epoch + 1)
-        database.start_over(loaded.last_seq, loaded.epoch)
+    def _continue_past_gap(self, database: Database, loaded: Loaded) -> None:
+        """The previous process did not close the file in order (killed, crashed, or its last writes
+        failed): it may have sent numbers past the file's ``last_seq`` that it never committed. Every
+        committed record is kept (same epoch, so feed ids stay), and the numbering continues past a gap
+        covering those numbers; a client resuming from one of them gets ``sync``. The new end is recorded at
+        once, so a second crash cannot reuse what this process sends (if that write fails, the clock rule
+        of :func:`resume_after_gap` still holds at the next start)."""
+        committed = loaded.last_seq
+        loaded.last_seq = resume_after_gap(committed)
+        why = None
+        try:
+            database.continue_after(loaded.last_seq)
+        except sqlite3.Error as exc:
+            why = describe_error(exc)
+        self._gap = (committed, loaded.last_seq, why)
 
     def _set_aside(self, reason: str) -> None:
         """Move the bad file aside; logged by ``_log_set_aside`` on the hub (this may run on the store
@@ -176,25 +209,15 @@ class Persister:
             log.error("state store file is corrupt or foreign; moved aside, starting a fresh store",
                       extra={"path": self.path, "moved_to": moved, "reason": reason})
 
-    def _take_lock(self) -> None:
-        lock = open(self.path + ".lock", "ab")  # noqa: SIM115 (held open until stop)
-        deadline = time.monotonic() + self.lock_timeout
-        while True:
-            try:
-                fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    lock.close()
-                    raise RuntimeError(f"another process holds {self.path}.lock "
-                                       f"(waited {self.lock_timeout:g} s)") from None
-                _thread_sleep(0.1)   # on the store thread: the hub runs meanwhile
-        self._lock_file = lock
-
     def _release_lock(self) -> None:
         lock, self._lock_file = self._lock_file, None
         if lock is not None:
             lock.close()   # closing releases the flock
+
+    def _stop_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.kill()
+            self._pool = None
 
     def _restore(self, loaded: Loaded, started: float) -> None:
         self.epoch = loaded.epoch
@@ -204,25 +227,37 @@ class Persister:
         self.stats.restored_objects = loaded.object_count
         self.stats.restored_records = len(self._cache.history)
         self.stats.restore_ms = (time.monotonic() - started) * 1000
-        log.info("state restored" if loaded.last_seq else "state store created",
+        log.info("state restored" if loaded.object_count or loaded.records else "state store opened",
                  extra={"path": self.path, "objects": loaded.object_count, "records": len(self._cache.history),
                         "last_seq": loaded.last_seq, "epoch": loaded.epoch, "clean_shutdown": loaded.clean,
                         "ms": round(self.stats.restore_ms, 1)})
-        if self._started_over is not None:
-            log.warning("the state store was not closed in order (crash or kill): the snapshot is restored, "
-                        "the history starts over under a new epoch; clients resuming get sync",
-                        extra={"path": self.path, "file_last_seq": self._started_over,
-                               "next_seq": loaded.last_seq + 1, "epoch": loaded.epoch})
+        if self._gap is not None:
+            committed, resumed, why = self._gap
+            log.warning("the state store was not closed in order (crash, kill or failed last writes): every "
+                        "committed record is kept; numbering continues past a gap, clients resuming inside it "
+                        "get sync", extra={"path": self.path, "committed_seq": committed, "next_seq": resumed + 1,
+                                           "epoch": loaded.epoch, "gap_not_recorded": why})
 
     # ------------------------------------------------------------------ writing
     def _on_changes(self, changes: list[Change]) -> None:
-        self._pending += changes     # inside the cache's write: no I/O
+        """Inside the cache's write: no I/O. Past the byte bound the pending records have left the ring
+        anyway (the file keeps only what the ring does): drop them and rewrite from the cache instead."""
+        self._pending += changes
+        self._pending_bytes += sum(change.size for change in changes)
+        if self._pending_bytes > self.max_pending_bytes:
+            self._drop_pending()
         self._wake.set()
+
+    def _drop_pending(self) -> None:
+        self.stats.dropped_changes += len(self._pending)
+        self._pending = []
+        self._pending_bytes = 0
+        self._rewrite = True
 
     def _run(self) -> None:
         while not self._stopping.is_set():
             self._wake.wait()
-            self._stopping.wait(self.flush_interval)
+            self._stopping.wait(self.health.retry_delay(self.flush_interval))
             if self._stopping.is_set():
                 break
             self._wake.clear()
@@ -235,8 +270,9 @@ class Persister:
             if database is None or not (self._pending or self._rewrite):
                 return
             batch, self._pending = self._pending, []
+            batch_bytes, self._pending_bytes = self._pending_bytes, 0
             keep_from = self._cache.history.oldest_seq
-            rewrite = self._rewrite
+            rewrite, self._rewrite = self._rewrite, False
             if rewrite:   # the cache's state, taken on the hub in one go (references, no copies)
                 objects = [(kind, entry.raw) for kind in ENGINE_KINDS for entry in self._cache.entries(kind)]
                 records = list(self._cache.history.newest_first())[::-1]
@@ -248,10 +284,10 @@ class Persister:
                 else:
                     self._call(on_thread, database.write, batch, keep_from)
             except Exception as exc:
-                self._failed(batch, exc)
+                self._failed(batch, batch_bytes, rewrite, exc)
                 return
             took = (time.perf_counter() - started) * 1000
-            self._rewrite = False
+            self.health.succeeded()
             self.stats.flushes += 1
             self.stats.rewrites += rewrite
             self.stats.changes_written += len(batch)
@@ -265,19 +301,20 @@ class Persister:
         else:
             function(*args)
 
-    def _failed(self, batch: list[Change], exc: Exception) -> None:
+    def _failed(self, batch: list[Change], batch_bytes: int, rewrite: bool, exc: Exception) -> None:
+        """Keep what failed for the next attempt (a rewrite is simply redone from the cache's state then)."""
         self.stats.write_errors += 1
         damaged = isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)
         if damaged:
-            self._replace_damaged(str(exc))
-        elif len(self._pending) + len(batch) > MAX_PENDING:
-            self._pending = []
+            self._replace_damaged(describe_error(exc))
+        elif rewrite:
             self._rewrite = True
         else:
             self._pending[:0] = batch
-        log.error("state store write failed; will retry", extra={
-            "path": self.path, "error": f"{type(exc).__name__}: {exc}", "changes": len(batch),
-            "rewrite": self._rewrite})
+            self._pending_bytes += batch_bytes
+            if self._pending_bytes > self.max_pending_bytes:
+                self._drop_pending()
+        self.health.failed(exc, len(batch), self._pending_bytes, self._rewrite)
         self._wake.set()
 
     def _replace_damaged(self, reason: str) -> None:
@@ -287,7 +324,7 @@ class Persister:
         database, self._db = self._db, None
         try:
             if database is not None:
-                database.close()
+                database.close(clean=False)
         except Exception:
             log.debug("closing the damaged store failed", exc_info=True)
         self._set_aside(reason)
@@ -296,14 +333,16 @@ class Persister:
             self._db = Database.open(self.path, epoch=self.epoch)
         except Exception as exc:
             log.error("state store cannot be re-created; running without persistence",
-                      extra={"path": self.path, "error": f"{type(exc).__name__}: {exc}"})
+                      extra={"path": self.path, "error": describe_error(exc)})
             return
         self._pending = []
+        self._pending_bytes = 0
         self._rewrite = True
 
     # ------------------------------------------------------------------ stop
     def stop(self, timeout: float = 10.0) -> None:
-        """Write everything pending and close the file in order (call after the watcher stopped)."""
+        """Write everything pending and close the file; marked closed in order only when nothing is left
+        unwritten (else the next start continues past a gap). Call after the watcher stopped."""
         if self._unsubscribe is not None:
             assert callable(self._unsubscribe)
             self._unsubscribe()
@@ -318,13 +357,21 @@ class Persister:
         if database is not None:
             self.flush(on_thread=False)   # the writer is gone: nothing else uses the connection
             self._db = None
-            try:
-                database.close()
-            except Exception as exc:
-                log.error("closing the state store failed", extra={"path": self.path, "error": str(exc)})
-            log.info("state store closed", extra={"path": self.path, "last_seq": self._cache.history.last_seq,
-                                                  "flushes": self.stats.flushes})
+            self._close(database, clean=not (self._pending or self._rewrite))
         self._release_lock()
-        if self._pool is not None:
-            self._pool.kill()
-            self._pool = None
+        self._stop_pool()
+
+    def _close(self, database: Database, clean: bool) -> None:
+        try:
+            database.close(clean=clean)
+        except Exception as exc:
+            clean = False
+            log.error("closing the state store failed", extra={"path": self.path, "error": describe_error(exc)})
+        extra = {"path": self.path, "last_seq": self._cache.history.last_seq, "flushes": self.stats.flushes}
+        if clean:
+            log.info("state store closed", extra=extra)
+        else:
+            log.error("state store closed with changes unwritten; not marked clean, so the next start keeps "
+                      "what was committed and continues the numbering past a gap",
+                      extra={**extra, "pending_changes": len(self._pending), "rewrite": self._rewrite,
+                             "error": self.health.last_error})

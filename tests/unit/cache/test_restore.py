@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from app.cache.entries import Entry, build_entry
-from app.cache.history import Action, Change, History
+from app.cache.history import Action, Change, History, sequence_base
 from app.cache.store import Cache
 from app.resources import ResourceKind
 from tests.unit.objects import (
@@ -147,20 +147,76 @@ def test_history_restore_continues_the_sequence() -> None:
     assert history.get(6) is not None and history.get(6).seq == 6  # type: ignore[union-attr]
 
 
-def test_history_restore_keeps_the_bounds_and_the_run_after_a_hole() -> None:
+def test_history_restore_keeps_the_bounds_and_every_record_across_a_gap() -> None:
     history = History(capacity=3)
     history.restore(_records(1, 4) + _records(6, 9), 9)
     assert [c.seq for c in history.newest_first()] == [9, 8, 7]
     holey = History(capacity=10)
     holey.restore(_records(1, 4) + _records(6, 9), 9)
-    assert [c.seq for c in holey.newest_first()] == [9, 8, 7, 6]
-    assert holey.since(3) is None                      # older than the run kept: the client must resync
+    assert [c.seq for c in holey.newest_first()] == [9, 8, 7, 6, 4, 3, 2, 1]
+    assert [c.seq for c in holey.since(3) or []] == [4, 6, 7, 8, 9]   # across the gap: what was committed
 
 
-def test_history_restore_drops_records_that_do_not_end_at_the_sequence() -> None:
+def _gapped() -> History:
+    """Records 1-4 committed, an unclean stop, numbering continued past a gap at 100 (records 101-103)."""
+    history = History(capacity=100)
+    history.restore(_records(1, 4), 100)
+    for _ in range(3):
+        history.record(K.CONFIG, Action.UPDATE, "c", "c", None, None)
+    return history
+
+
+@pytest.mark.parametrize(("position", "expected"), [
+    (0, [1, 2, 3, 4, 101, 102, 103]),   # just before the oldest record
+    (2, [3, 4, 101, 102, 103]),
+    (4, [101, 102, 103]),               # the committed end: the records after the gap
+    (5, None), (50, None), (99, None),  # inside the gap: numbers the dead process may have sent
+    (100, [101, 102, 103]),             # where this process's numbering started
+    (102, [103]), (103, []),
+    (104, None), (10**15, None),        # ahead
+    (-1, None),                          # older than the ring
+])
+def test_since_serves_every_position_of_a_gapped_sequence_and_nothing_inside_the_gap(
+        position: int, expected: list[int] | None) -> None:
+    missed = _gapped().since(position)
+    assert (None if missed is None else [c.seq for c in missed]) == expected
+
+
+def test_paging_and_lookup_find_records_on_both_sides_of_a_gap() -> None:
+    history = _gapped()
+    assert history.has_holes
+    assert [c.seq for c in history.newest_first(before=102)] == [101, 4, 3, 2, 1]
+    assert [c.seq for c in history.newest_first(before=100)] == [4, 3, 2, 1]
+    assert [c.seq for c in history.newest_first(before=3)] == [2, 1]
+    assert [c.seq for c in history.newest_first(before=1)] == []
+    assert [c.seq for c in history.newest_first(before=10**15)] == [103, 102, 101, 4, 3, 2, 1]
+    found = [history.get(seq) for seq in (1, 4, 5, 100, 101, 103, 104)]
+    assert [None if c is None else c.seq for c in found] == [1, 4, None, None, 101, 103, None]
+
+
+def test_a_trimmed_gap_leaves_a_consecutive_ring() -> None:
+    history = History(capacity=3)
+    history.restore(_records(1, 4), 100)
+    for _ in range(3):
+        history.record(K.CONFIG, Action.UPDATE, "c", "c", None, None)
+    assert not history.has_holes and history.since(4) is None and history.since(100) is not None
+
+
+def test_history_restore_keeps_records_that_end_before_the_sequence_and_drops_those_past_it() -> None:
     history = History()
-    history.restore(_records(1, 4), 7)
-    assert (len(history), history.last_seq, history.since(7), history.since(4)) == (0, 7, [], None)
+    history.restore(_records(1, 4), 7)       # 7: the end of a gap recorded at a restart
+    assert (len(history), history.last_seq, history.since(7), history.since(4)) == (4, 7, [], [])
+    assert history.since(5) is None and history.since(6) is None
+    later = History()
+    later.restore(_records(1, 9), 7)         # past the committed sequence: never trusted
+    assert (later.oldest_seq, len(later), later.record(K.CONFIG, Action.UPDATE, "c", "c", None, None).seq) \
+        == (1, 7, 8)
+
+
+def test_sequence_base_is_microseconds_and_exact_in_javascript() -> None:
+    base = sequence_base(1_800_000_000.5)
+    assert base == 1_800_000_000_500_000 and base < 2**53
+    assert sequence_base() > sequence_base(1_700_000_000)
 
 
 def test_history_restore_refuses_a_used_ring() -> None:

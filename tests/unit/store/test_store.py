@@ -12,11 +12,12 @@ from pathlib import Path
 import gevent
 import pytest
 
-from app.cache.history import Action, Change
+from app.cache.history import Action, Change, sequence_base
 from app.cache.store import Cache
 from app.resources import ResourceKind
 from app.store.database import APPLICATION_ID, FILE_NAME, Database
-from app.store.persister import SEQ_JUMP, Persister
+from app.store.lock import DataDirInUse
+from app.store.persister import SEQ_MARGIN, Persister
 from tests.unit.objects import CFG_OTHER, SVC_WEB, Raw, cluster
 
 K = ResourceKind
@@ -197,7 +198,8 @@ def test_a_store_that_fails_its_integrity_check_is_moved_aside(tmp_path: Path) -
     path.write_bytes(bytes(data))
     restored, again = _started(tmp_path)
     assert again.stats.moved_aside == 1 and again.active
-    assert restored.history.last_seq == 0        # a fresh store: nothing restored from a damaged file
+    # A fresh store: nothing restored from a damaged file, and a new sequence above every earlier number.
+    assert len(restored.history) == 0 and restored.history.last_seq > cache.history.last_seq
     again.stop()
 
 
@@ -213,14 +215,11 @@ def test_unreadable_content_is_moved_aside(tmp_path: Path) -> None:
     again.stop()
 
 
-def test_a_second_process_on_the_same_file_runs_without_persistence(tmp_path: Path,
-                                                                     caplog: pytest.LogCaptureFixture) -> None:
+def test_a_second_opener_of_the_same_file_is_refused_not_given_the_file(tmp_path: Path) -> None:
     _, first = _started(tmp_path)
-    with caplog.at_level(logging.ERROR, logger="app.store.persister"):
-        _, second = _started(tmp_path)
-    assert first.active and not second.active
-    assert any("without persistence" in r.getMessage() for r in caplog.records)
-    second.stop()
+    with pytest.raises(DataDirInUse):   # our own pid and parent: waited for (lock_timeout), then refused
+        _started(tmp_path)
+    assert first.active
     first.stop()
 
 
@@ -254,7 +253,8 @@ def test_a_failed_write_keeps_its_changes_for_the_next_flush(tmp_path: Path, mon
         _bump_web(cache, "after the failure")
         gevent.sleep(0.2)
     assert store.stats.write_errors == 1 and calls["n"] >= 2
-    assert any("write failed" in r.getMessage() for r in caplog.records)
+    assert any("writes fail" in r.getMessage() and "disk I/O error" in str(r.__dict__.get("error"))
+               for r in caplog.records)
     store.stop()
     restored, again = _started(tmp_path)
     assert _state(restored) == _state(cache) and _ring(restored) == _ring(cache)
@@ -285,29 +285,42 @@ def test_a_file_damaged_while_running_is_moved_aside_and_rewritten_from_the_cach
     again.stop()
 
 
-def test_an_unclean_stop_is_reported_at_the_next_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def _crash(store: Persister) -> None:
+    """What a kill leaves: the file never closed in order (the lock goes with the process)."""
+    store._db = None
+    store._release_lock()
+    store._stopping.set()
+
+
+def test_an_unclean_stop_keeps_every_committed_record_and_continues_past_a_gap(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     cache, store = _started(tmp_path)
     cache.replace_all(cluster())
     gevent.sleep(0.2)
     assert store.stats.flushes == 1
-    store._db = None            # a crash: the file is never closed in order (the lock goes with the process)
-    store._release_lock()
-    store._stopping.set()
+    committed = cache.history.last_seq
+    _crash(store)
     with caplog.at_level(logging.WARNING, logger="app.store.persister"):
         restored, again = _started(tmp_path)
-    # The snapshot comes back; the history starts over further on, under a new epoch: numbers the killed
-    # process may have sent without writing them are never given to other changes.
-    assert _state(restored) == _state(cache)
-    assert (len(restored.history), restored.history.last_seq) == (0, cache.history.last_seq + SEQ_JUMP)
-    assert restored.history.since(cache.history.last_seq) is None      # a resuming client gets sync
-    assert again.epoch is not None and store.epoch is not None and again.epoch > store.epoch
+    # The snapshot and every committed record come back under the same epoch (feed ids stay); the numbering
+    # continues past a gap covering what the killed process may have sent without writing it.
+    assert _state(restored) == _state(cache) and _ring(restored) == _ring(cache)
+    assert again.epoch == store.epoch
+    resumed = restored.history.last_seq
+    assert resumed >= max(committed + SEQ_MARGIN, sequence_base() - 60_000_000)
+    assert restored.history.since(committed) == []                    # up to date: nothing after it yet
+    assert restored.history.since(committed + 1) is None              # inside the gap: sync
+    assert restored.history.since(resumed - 1) is None
     assert any("not closed in order" in r.getMessage() for r in caplog.records)
-    # Written at once: a second crash before any flush does not reuse the numbers either.
-    again._db = None
-    again._release_lock()
-    again._stopping.set()
+    _bump_web(restored, "after the crash")
+    gevent.sleep(0.2)
+    after_gap = [c.seq for c in restored.history.since(committed) or []]
+    assert after_gap and after_gap[0] == resumed + 1
+    # Recorded at once: a second crash before any flush does not reuse the numbers either.
+    _crash(again)
     third_cache, third = _started(tmp_path)
-    assert third_cache.history.last_seq == cache.history.last_seq + 2 * SEQ_JUMP
+    assert third_cache.history.last_seq > resumed + 1
+    assert [c.seq for c in _ring(third_cache)] == [c.seq for c in _ring(restored)]
     third.stop()
 
 
@@ -332,3 +345,6 @@ def test_the_runtime_restores_before_its_watcher_syncs_and_flushes_at_stop(tmp_p
     second.stop()
     memory = build_harness(engine)
     assert memory.runtime.store is None and memory.runtime.history_epoch == int(memory.runtime.started_at)
+    memory.start()   # without persistence a new sequence starts above every earlier number
+    assert memory.cache.history.oldest_seq is not None and memory.cache.history.oldest_seq > last
+    memory.stop()
