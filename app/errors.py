@@ -284,6 +284,25 @@ REGISTRY: dict[str, ErrorDef] = _defs(
      "Send {\"name\": \"...\", \"data\": \"<base64>\"}."),
     ("SEC005", 409, "Secret version conflict", "The secret was changed by another client since it was read.",
      "Re-read the secret and retry."),
+    # WRT: write safety (bounds, unknown outcomes, Idempotency-Key)
+    ("WRT001", 400, "Write exceeds a bound",
+     "The write asks for more than this service lets one write ask (replicas, labels, environment entries, "
+     "patch operations or string length); the problem names the field, the limit and the requested value.",
+     "Ask for at most the limit, or have the operator raise the setting the problem names."),
+    ("WRT002", 504, "Write outcome unknown",
+     "The engine did not answer the write in time (or the connection dropped after the request was sent): "
+     "the write may have been applied, or may still be.",
+     "GET the object (or /history for it) to see whether the change happened; or retry with the same "
+     "Idempotency-Key, which cannot apply it twice."),
+    ("WRT003", 400, "Invalid Idempotency-Key",
+     "The Idempotency-Key header is not a string of 1 to 255 visible ASCII characters.",
+     "Send e.g. Idempotency-Key: \"8e03978e-40d5-43e8-bc93-6894a57f9324\"."),
+    ("WRT004", 422, "Idempotency-Key reused",
+     "This Idempotency-Key was used for a different request (another method, URL, body or caller).",
+     "Use a fresh key for a new request; resend the original request unchanged to get its answer."),
+    ("WRT005", 409, "Idempotent request in progress",
+     "A request with this Idempotency-Key is still being processed.",
+     "Retry after the number of seconds in Retry-After; the first request's answer is then replayed."),
 )
 
 

@@ -38,7 +38,8 @@ class Runtime:
         self.search = SearchIndex(self.cache)
         self.recommendations = RecommendationEngine(self.cache, EngineSettings(
             debounce=settings.recommendations_debounce, prometheus_url=settings.prometheus_url))
-        self.writer = EngineWriter(settings.docker_host, settings.docker_api_version)   # request greenlets' writes
+        self.writer = EngineWriter(settings.docker_host, settings.docker_api_version,
+                                   settings.writes_timeout)   # request greenlets' writes
         self.audit = AuditLog(self.cache)
         self.policy = PolicySource(settings)   # the ACL policy (None without one); hot-reloaded from its file
         self.store = Persister(self.cache, store_path(settings.data_dir)) if settings.persistence else None

@@ -362,6 +362,22 @@ KEYS: tuple[Key, ...] = (
         _byte_size(1024**2, 64 * 1024**3), _INT),
     Key("data_dir", "storage.data_dir", "SERVICE_DATA_DIR", _data_dir, _STR),
     Key("storage_snapshot", "storage.snapshot", "SERVICE_SNAPSHOT", _bool, _BOOL),
+    # write safety (docs/writes.md): bounds on what a write may ask, engine-call timeout, Idempotency-Key store
+    Key("writes_max_replicas", "writes.max_replicas", "SERVICE_WRITES_MAX_REPLICAS", _ranged_int(0, 1_000_000),
+        _INT),
+    Key("writes_max_labels", "writes.max_labels", "SERVICE_WRITES_MAX_LABELS", _ranged_int(1, 100_000), _INT),
+    Key("writes_max_env", "writes.max_env", "SERVICE_WRITES_MAX_ENV", _ranged_int(1, 100_000), _INT),
+    Key("writes_max_patch_operations", "writes.max_patch_operations", "SERVICE_WRITES_MAX_PATCH_OPERATIONS",
+        _ranged_int(1, 100_000), _INT),
+    Key("writes_max_string_length", "writes.max_string_length", "SERVICE_WRITES_MAX_STRING_LENGTH",
+        _ranged_int(64, 1024 * 1024), _INT),
+    Key("writes_timeout", "writes.timeout", "SERVICE_WRITES_TIMEOUT", _positive_duration, _DURATION),
+    Key("writes_pending_audit", "writes.pending_audit", "SERVICE_WRITES_PENDING_AUDIT", _positive_duration,
+        _DURATION),
+    Key("writes_idempotency_ttl", "writes.idempotency_ttl", "SERVICE_WRITES_IDEMPOTENCY_TTL", _positive_duration,
+        _DURATION),
+    Key("writes_idempotency_max_keys", "writes.idempotency_max_keys", "SERVICE_WRITES_IDEMPOTENCY_MAX_KEYS",
+        _ranged_int(10, 10_000_000), _INT),
 )
 
 # Keys of the reference (§6) that this version recognises but does not implement (fnmatch patterns).

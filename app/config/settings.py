@@ -88,6 +88,15 @@ class Settings:
     history_max_bytes: int = 64 * 1024 * 1024
     data_dir: str = "./data"           # the state store's directory (app.store); ":memory:" keeps no state
     storage_snapshot: bool = True      # persist history, sequence and snapshot; load them at start
+    writes_max_replicas: int = 1000         # a write may not ask more replicas (or job concurrency) than this
+    writes_max_labels: int = 256            # labels per object (service, container, node, config, secret...)
+    writes_max_env: int = 1000              # environment entries per service
+    writes_max_patch_operations: int = 1000   # operations in one JSON Patch / members of one merge patch
+    writes_max_string_length: int = 65536   # characters of any one string a write adds to a spec
+    writes_timeout: float = 10.0            # seconds an engine write call may take before its outcome is unknown
+    writes_pending_audit: float = 600.0     # seconds a write of unknown outcome waits for its change to be seen
+    writes_idempotency_ttl: float = 86400.0   # seconds an Idempotency-Key and its stored answer are kept
+    writes_idempotency_max_keys: int = 10_000   # keys kept at most (oldest dropped first)
     report: LoadReport = field(default=LoadReport(), compare=False, repr=False)
 
     @property

@@ -6,19 +6,31 @@ connection of one shared low-level client. Every update carries the object's ver
 based on a stale read is refused by the engine ("update out of sequence") instead of overwriting someone
 else's change. Failures become one ``WriteFailure`` whose ``reason`` the HTTP layer maps to the domain
 codes (``SVC001``, ``NOD002``, ``CFG001``...), so no docker type leaks upward.
+
+A transport failure is told apart by whether the engine may have the request: refused or timed out while
+connecting, nothing was sent (``unavailable``: nothing applied, safe to retry); a write that timed out
+waiting for the answer, or whose connection dropped after it was sent, has an ``unknown`` outcome: the
+engine may apply it later (a stopped engine does, once it runs again).
 """
 
 from __future__ import annotations
 
 import json
+import socket
+from collections.abc import Iterator
 from typing import Any, Literal
 
 import docker
 import docker.errors
 import requests
+import urllib3.exceptions
 
 Raw = dict[str, Any]
-Reason = Literal["out_of_sequence", "in_use", "exists", "not_found", "invalid", "unavailable", "failed"]
+Reason = Literal["out_of_sequence", "in_use", "exists", "not_found", "invalid", "unavailable", "unknown",
+                 "failed"]
+# Root causes that prove the request never reached the engine.
+_NOT_SENT = (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError, ConnectionRefusedError,
+             FileNotFoundError, socket.gaierror)
 
 
 class WriteFailure(Exception):
@@ -28,9 +40,35 @@ class WriteFailure(Exception):
         self.message = message
 
 
-def classify(exc: Exception) -> WriteFailure:
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """The exception and what it wraps (``args``, urllib3's ``reason``, the chain), a bounded walk."""
+    seen: list[BaseException] = []
+    stack: list[BaseException] = [exc]
+    while stack and len(seen) < 16:
+        item = stack.pop()
+        if any(item is other for other in seen):
+            continue
+        seen.append(item)
+        yield item
+        nested = [*item.args, getattr(item, "reason", None), item.__cause__, item.__context__]
+        stack.extend(inner for inner in nested if isinstance(inner, BaseException))
+
+
+def _transport_reason(exc: Exception, is_write: bool) -> Reason:
+    """``unavailable`` when the request cannot have reached the engine (or is a read), else ``unknown``."""
+    if not is_write or isinstance(exc, requests.exceptions.ConnectTimeout):
+        return "unavailable"
+    if isinstance(exc, requests.exceptions.ReadTimeout):
+        return "unknown"
+    if any(isinstance(cause, _NOT_SENT) for cause in _causes(exc)):
+        return "unavailable"
+    return "unknown"
+
+
+def classify(exc: Exception, *, is_write: bool = False) -> WriteFailure:
     """An engine error as a reason; the engine says little in status codes (an out-of-sequence update is
-    a 500 ``rpc error ... update out of sequence``), so the message decides where it is specific."""
+    a 500 ``rpc error ... update out of sequence``), so the message decides where it is specific.
+    ``is_write``: the request changes state, so a transport failure after sending is an ``unknown`` outcome."""
     if isinstance(exc, WriteFailure):
         return exc
     if isinstance(exc, docker.errors.APIError):
@@ -53,6 +91,9 @@ def classify(exc: Exception) -> WriteFailure:
             return WriteFailure("unavailable", text)
         return WriteFailure("failed", text)
     if isinstance(exc, (requests.exceptions.RequestException, OSError)):
+        reason = _transport_reason(exc, is_write)
+        if reason == "unknown":
+            return WriteFailure("unknown", f"no answer from the engine after the request was sent ({exc})")
         return WriteFailure("unavailable", str(exc))
     return WriteFailure("failed", str(exc))
 
@@ -102,7 +143,7 @@ class EngineWriter:
                 return None
             return response.json()
         except Exception as exc:   # every failure, transport ones included, is classified
-            raise classify(exc) from exc
+            raise classify(exc, is_write=method != "GET") from exc
 
     # ------------------------------------------------------------------ reads around a write
     def inspect(self, kind: str, object_id: str) -> Raw:
