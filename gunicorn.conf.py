@@ -58,20 +58,64 @@ class ProblemGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn is un
         util.write_error = gunicorn_error_writer(base_path=_settings.base_path, tls=_settings.tls_enabled)
 
     def run(self) -> None:
+        import gevent
         from gunicorn.workers import ggevent
 
         ggevent.StreamServer = _TLSStreamServer   # the class GeventWorker.run builds its servers from
+        gevent.spawn(self._head_waits().run_reaper, lambda: self.alive)
         super().run()
 
+    def _head_waits(self) -> Any:
+        """The connections waiting for a request head (``app.http.connections``), made on first use."""
+        waits = getattr(self, "_waits", None)
+        if waits is None:
+            from app.http.connections import HeadWaits
+
+            waits = self._waits = HeadWaits(self.worker_connections)
+        return waits
+
+    def timeout_ctx(self) -> Any:
+        """gunicorn's read timeout of a request head (``keepalive``), registered so that a crowded worker
+        can end the oldest idle ones early and a stopping one all of them (app.http.connections)."""
+        return self._head_waits().wait(self.cfg.keepalive)
+
+    def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> None:
+        """A request answered while the worker stops closes its connection (gunicorn decides keep-alive
+        before the request runs: a write answered at SIGTERM would otherwise hold the stop 5 s more)."""
+        super().handle_request(listener_name, req, sock, addr)
+        if not self.alive:
+            raise StopIteration()
+
     def handle_exit(self, sig: int, frame: Any) -> None:
-        """SIGTERM: stop as gunicorn does, and end the event streams (out of the signal handler), which
-        would otherwise hold the graceful stop for its whole timeout."""
+        """SIGTERM: stop as gunicorn does, and (out of the signal handler) answer the writes waiting for a
+        rollout with the state so far and end the streams with a final frame: both would otherwise hold the
+        graceful stop for its whole timeout and get the worker killed before the store closes."""
         super().handle_exit(sig, frame)
         import gevent
 
-        from app.streams.response import shutdown_streams
+        gevent.spawn(_drain, self.wsgi)
+        gevent.spawn(self._head_waits().cut_all)   # idle keep-alive and half-open connections close now
 
-        gevent.spawn(shutdown_streams, self.wsgi)
+
+def _drain(app: Any) -> None:
+    """Answer the waiting writes and end the streams at once; then, should requests still run when only
+    :data:`STOP_BUDGET` of ``graceful_timeout`` is left, stop the runtime (watcher, then store) anyway, so the
+    master's SIGKILL at the timeout never finds the store open. ``worker_exit`` stops it otherwise (no-op
+    when done here)."""
+    import gevent
+
+    from app.runtime import runtime_of
+    from app.streams.response import shutdown_streams
+
+    runtime = runtime_of(app)
+    runtime.drain()
+    shutdown_streams(app)
+    gevent.sleep(max(0.0, graceful_timeout - STOP_BUDGET))
+    if runtime.running:
+        logging.getLogger("shoal.server").warning(
+            "requests still running near the graceful timeout; stopping the runtime now",
+            extra={"graceful_timeout_s": graceful_timeout})
+        runtime.stop()
 
 
 bind = str(_settings.listen_addr)       # gunicorn's own -b/--bind and GUNICORN_CMD_ARGS win
@@ -84,7 +128,12 @@ limit_request_field_size = 8190
 workers = 1
 worker_connections = 2000          # well above the 256 + 128 + 64 stream caps plus ordinary requests
 timeout = 30
+# SIGTERM → the master SIGKILLs a worker still running after graceful_timeout. Waiting writes are answered
+# and streams ended at once (ProblemGeventWorker.handle_exit); the runtime (watcher, then the store) is
+# stopped at the latest STOP_BUDGET seconds before the timeout (it takes ~0.1 s, at most ~3.5 s with a hung
+# engine: app.runtime.WATCHER_STOP_TIMEOUT + kills + the store's last flush).
 graceful_timeout = 10
+STOP_BUDGET = 4.0
 keepalive = 5
 preload_app = False
 logconfig_dict = dict_config(_settings.log_level, _settings.log_format)
@@ -98,12 +147,17 @@ if _settings.auth_mode == "cert":   # mTLS (app.auth.cert): a presented client c
 def on_starting(server: Any) -> None:
     """In the master, once, after gunicorn has applied ``logconfig_dict``."""
     log_report(_settings)
+    from app.config.exposure import warn_exposure
+
+    warn_exposure(_settings, server.cfg.bind)   # the addresses really bound (-b wins over listen_addr)
 
 
 def post_worker_init(worker: Any) -> None:
     from app.runtime import runtime_of
 
-    runtime_of(worker.wsgi).start()
+    runtime = runtime_of(worker.wsgi)
+    runtime.binds = tuple(worker.cfg.bind)      # /-/ready's unauthenticatedWrites (app.config.exposure)
+    runtime.start()
 
 
 def worker_exit(server: Any, worker: Any) -> None:

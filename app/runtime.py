@@ -12,8 +12,10 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from flask import Flask, current_app
+from gevent.event import Event
 
 from app.acl.source import PolicySource
+from app.cache.history import sequence_base
 from app.cache.store import Cache
 from app.config import Settings
 from app.engine.client import DockerEngine, EngineClient
@@ -22,11 +24,17 @@ from app.engine.writes import EngineWriter
 from app.query.search import SearchIndex
 from app.recommendations.engine import EngineSettings, RecommendationEngine
 from app.store.database import store_path
+from app.store.health import StoreState, StoreStatus
+from app.store.lock import DataDirInUse
 from app.store.persister import Persister
 from app.writes.audit import AuditLog
 
 log = logging.getLogger(__name__)
 EXTENSION_KEY = "shoal"
+EXIT_DATA_DIR_IN_USE = 3   # gunicorn's WORKER_BOOT_ERROR: the master stops instead of respawning the worker
+# The watcher's greenlets get this long to end before being killed (a hung engine call must not eat the
+# graceful timeout the store needs to close: gunicorn.conf.py STOP_BUDGET).
+WATCHER_STOP_TIMEOUT = 2.0
 
 
 class Runtime:
@@ -44,6 +52,12 @@ class Runtime:
         self.policy = PolicySource(settings)   # the ACL policy (None without one); hot-reloaded from its file
         self.store = Persister(self.cache, store_path(settings.data_dir)) if settings.persistence else None
         self.started_at = time.time()
+        self.binds: tuple[str, ...] = (str(settings.listen_addr),)   # gunicorn sets what it really binds
+        # Set at SIGTERM (``drain``), before the connections drain: requests that wait (``Prefer: wait``)
+        # answer at once with what they have, so the graceful stop is not spent waiting for them.
+        self.draining = Event()
+        self._stopped = Event()   # set once a stop has finished (a second caller waits for the first)
+        self.started = False
         self._running = False
 
     def _connect(self) -> EngineClient:
@@ -64,25 +78,55 @@ class Runtime:
         if self._running:
             return
         log.info("runtime starting", extra={"docker_host": self.settings.docker_host})
+        self._start_store()
         self.policy.start()
-        if self.store is not None:
-            self.store.start()             # restores the cache before anything reads or writes it
         if self.settings.recommendations:
             self.recommendations.start()   # before the watcher: the first sync is its first batch
         self.watcher.start()
+        self._stopped.clear()
+        self.started = True
         self._running = True
 
+    def store_status(self) -> StoreStatus:
+        """The state store's health for readiness and metrics (``off`` when persistence is disabled)."""
+        return StoreStatus(StoreState.OFF) if self.store is None else self.store.status()
+
+    def _start_store(self) -> None:
+        """Restore the cache before anything reads or writes it. Without a persisted sequence (persistence
+        off, or the file unavailable) a new one starts above every number an earlier one handed out, so an
+        old ``Last-Event-ID`` gets ``sync``. A data directory held by another service ends the process with
+        one line (``EXIT_DATA_DIR_IN_USE``): two services must not write one file, nor wait on each other."""
+        try:
+            restored = self.store is not None and self.store.start()
+        except DataDirInUse as exc:
+            log.critical("shoal cannot start: %s; stop it or give this service another storage.data_dir", exc,
+                         extra={"data_dir": self.settings.data_dir})
+            raise SystemExit(EXIT_DATA_DIR_IN_USE) from None
+        if not restored and not self.cache.history.last_seq:
+            self.cache.history.restore((), sequence_base())
+
+    def drain(self) -> None:
+        """The worker is stopping (SIGTERM): end every wait of a request (``Prefer: wait``) now."""
+        self.draining.set()
+
     def stop(self) -> None:
+        """Stop everything, the store last but one; a call while another stop runs waits for it to end."""
         if not self._running:
+            if self.started:
+                self._stopped.wait()
             return
         self._running = False
-        self.watcher.stop()
-        if self.store is not None:
-            self.store.stop()              # after the watcher: every change it made is written
-        self.recommendations.stop()
-        self.writer.close()
-        self.policy.stop()
-        log.info("runtime stopped")
+        began = time.monotonic()
+        try:
+            self.watcher.stop(timeout=WATCHER_STOP_TIMEOUT)
+            if self.store is not None:
+                self.store.stop()              # after the watcher: every change it made is written
+            self.recommendations.stop()
+            self.writer.close()
+            self.policy.stop()
+        finally:
+            self._stopped.set()
+        log.info("runtime stopped", extra={"duration_ms": round((time.monotonic() - began) * 1000, 1)})
 
 
 def runtime_of(app: Flask) -> Runtime:

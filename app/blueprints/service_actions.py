@@ -11,6 +11,7 @@ from typing import Any
 from flask import Response, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
+from marshmallow import fields
 
 from app.blueprints.docs import write_documented
 from app.cache.entries import Entry
@@ -21,7 +22,11 @@ from app.schemas.v1.envelopes import DETAIL_SCHEMAS
 
 blp = Blueprint("service_actions", __name__, description="Service actions and removal (gated writes).")
 SERVICE = ResourceKind.SERVICE
-DETAIL = DETAIL_SCHEMAS[SERVICE]
+# The detail a GET gives, plus ``rollout`` when Prefer: wait=N held the answer (docs/writes.md).
+DETAIL = DETAIL_SCHEMAS[SERVICE].from_dict({"rollout": fields.Dict(metadata={
+    "description": "with Prefer: wait=N, the rollout's outcome: {settled, state (the update state, converged, "
+                   "timeout, or interrupted by a worker shutdown), waitedSeconds, runningTasks?, desiredTasks?, "
+                   "updateState? (when interrupted), message?}"})}, name="ServiceWriteDetailV1")
 
 
 def _service(op_name: str, service_id: str) -> tuple[Any, Entry]:

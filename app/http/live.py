@@ -4,15 +4,16 @@ Why one module: both families need the same things the change-event streams have
 ``Retry-After: 5``, headers before the first byte, keepalive comments, noticing a client that went away
 between writes, cleanup on every ending) but their events come from an upstream (the engine's log stream,
 a Prometheus tick), not from the cache's hub. A producer greenlet reads the upstream and pushes frames into a
-bounded queue; the response body (run by the server in the connection's greenlet) takes from it. Every
-ending (client gone, producer done or failed, server closing the response, worker shutdown) kills the
-producer, which must close its upstream in its own ``finally`` (a ``GreenletExit`` is raised inside it),
-and frees the slot: the cap never leaks.
+queue bounded in bytes (``app.http.frame_queue``: the producer waits while 256 KiB are queued); the response
+body (run by the server in the connection's greenlet) takes from it. Every ending (client gone, producer done
+or failed, server closing the response, worker shutdown) kills the producer, which must close its upstream
+in its own ``finally`` (a ``GreenletExit`` is raised inside it), and frees the slot: the cap never leaks. A
+worker shutdown ends each stream with :data:`SHUTDOWN` (a comment and a ``retry:`` hint, no ``id``: a client
+resuming with ``Last-Event-ID`` after the restart loses nothing).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterator
@@ -21,9 +22,9 @@ from typing import Any
 
 import gevent
 from flask import Flask, Response, request
-from gevent.queue import Empty, Full, Queue
 
 from app.errors import ProblemError
+from app.http.frame_queue import DEFAULT_MAX_BYTES, END, FrameQueue
 from app.http.peer import client_socket, peer_closed
 
 log = logging.getLogger(__name__)
@@ -32,10 +33,12 @@ MEDIA_TYPE = "text/event-stream"
 RETRY_AFTER = "5"
 LIVENESS_INTERVAL = 1.0              # seconds between two non-blocking checks of an idle connection
 DEFAULT_KEEPALIVE = 15.0
-QUEUE_FRAMES = 1024                  # a producer ahead of a slow client by this much waits (backpressure)
+QUEUE_BYTES = DEFAULT_MAX_BYTES      # a producer ahead of a slow client by this much waits (backpressure)
 KEEPALIVE = b":keepalive\n\n"
+# The last bytes of every stream ended by a worker shutdown: a comment (ignored by EventSource) and a
+# reconnection delay, so clients come back once the restarted worker listens; no id, no event.
+SHUTDOWN = b":shutdown\nretry: 5000\n\n"
 HEADERS = {"X-Accel-Buffering": "no", "Cache-Control": "no-cache"}   # nginx must not buffer a stream
-_END = object()
 
 Emit = Callable[[bytes], None]
 Producer = Callable[[Emit], None]
@@ -51,6 +54,7 @@ class StreamSlots:
     open: int = 0
     refused: int = 0
     opened: int = 0
+    stopping: bool = False
     _producers: dict[gevent.Greenlet, Any] = field(default_factory=dict)   # producer → client socket
 
     def acquire(self) -> Slot:
@@ -66,6 +70,7 @@ class StreamSlots:
     def shutdown(self) -> list[Any]:
         """Worker exit: end every producer (their bodies then end and free their slots); the client sockets,
         whose read side the caller shuts so the server's keep-alive wait on them ends too."""
+        self.stopping = True
         sockets = [sock for sock in self._producers.values() if sock is not None]
         gevent.killall(list(self._producers), block=False)
         return sockets
@@ -125,7 +130,7 @@ def live_response(slots: StreamSlots, producer: Producer, *, keepalive: float = 
         return Response(b"", content_type=MEDIA_TYPE, headers=HEADERS)
     slot = slots.acquire()
     environ = request.environ
-    queue: Queue[Any] = Queue(QUEUE_FRAMES)
+    queue = FrameQueue(QUEUE_BYTES)
 
     def run() -> None:
         try:
@@ -135,8 +140,7 @@ def live_response(slots: StreamSlots, producer: Producer, *, keepalive: float = 
         except Exception:
             log.exception("%s stream producer failed", slots.family)
         finally:
-            with contextlib.suppress(Full):
-                queue.put_nowait(_END)
+            queue.end()
 
     worker = gevent.spawn(run)
     slots._producers[worker] = client_socket(environ)
@@ -146,13 +150,13 @@ def live_response(slots: StreamSlots, producer: Producer, *, keepalive: float = 
         slots._producers.pop(worker, None)
         slot.release()
 
-    response = Response(_body(queue, worker, environ, keepalive, first, close), content_type=MEDIA_TYPE,
+    response = Response(_body(queue, slots, environ, keepalive, first, close), content_type=MEDIA_TYPE,
                         headers=HEADERS)
     response.call_on_close(close)
     return response
 
 
-def _body(queue: Queue[Any], worker: gevent.Greenlet, environ: dict[str, Any], keepalive: float,
+def _body(queue: FrameQueue, slots: StreamSlots, environ: dict[str, Any], keepalive: float,
           first: bytes, close: Callable[[], None]) -> Iterator[bytes]:
     sock = client_socket(environ)
     try:
@@ -160,16 +164,17 @@ def _body(queue: Queue[Any], worker: gevent.Greenlet, environ: dict[str, Any], k
         idle_since = time.monotonic()
         while True:
             wait = max(0.0, min(LIVENESS_INTERVAL, idle_since + keepalive - time.monotonic()))
-            try:
-                chunk = queue.get(timeout=wait)
-            except Empty:
-                if peer_closed(sock) or (worker.dead and queue.empty()):
+            chunk = queue.take(wait)
+            if chunk is None:
+                if peer_closed(sock):
                     return
                 if time.monotonic() - idle_since >= keepalive:
                     yield KEEPALIVE
                     idle_since = time.monotonic()
                 continue
-            if chunk is _END:
+            if chunk is END:
+                if slots.stopping:
+                    yield SHUTDOWN
                 return
             yield chunk
             idle_since = time.monotonic()

@@ -6,9 +6,11 @@ A write view reads as a script of these steps, and each step owns its failures:
   write permission on the operation's key, resolved from the request's URL (403 ``ACL002``; see
   :func:`app.http.acl.write_target`).
 - :func:`target` — the object from the cache (404 with the kind's code, e.g. ``SVC003``), then
-  ``If-Match`` against the ETag of the object's detail (412 with the kind's conflict code; nothing written).
+  ``If-Match``: malformed is 400 ``API016``; a tag holds while the object it was issued for is unchanged
+  (:mod:`app.http.issued_tags`), else 412 with the kind's conflict code (nothing written).
 - :func:`json_body` / :func:`patch_body` — at most 1 MiB (413 ``API014``), decodable JSON (``API006``,
-  ``API007``, ``API008``); PATCH only with a type the operation accepts (415 ``API004`` + ``Accept-Patch``).
+  ``API007``, ``API008``) nested at most 64 levels (``API015``); PATCH only with a type the operation
+  accepts (415 ``API004`` + ``Accept-Patch``).
 - :func:`engine_write` — the engine call with the object's version index, announced to the audit log;
   engine failures become the operation's domain codes (409 ``SVC001`` for an out-of-sequence update...).
 - :func:`read_back` — the engine's state after the write, applied to the cache (a following GET sees it)
@@ -24,22 +26,30 @@ import copy
 import functools
 import json
 import logging
-from collections.abc import Callable
+import re
+from array import array
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, TypeVar
 
 from flask import Response, g, request
+from gevent import get_hub
 
 from app.cache.entries import Entry
 from app.engine.writes import EngineWriter, WriteFailure
 from app.errors import ProblemError
-from app.http import respond
+from app.http import idempotency, respond
+from app.http.acl import current_access
 from app.http.allow import write_refusal
-from app.http.conditional import compute_etag
+from app.http.conditional import compute_etag, parse_if_match
+from app.http.issued_tags import issued_tags, remember_for
 from app.http.jsonld import envelope
 from app.http.request_id import current_request_id
 from app.resources import ResourceKind
 from app.runtime import current_runtime
+from app.writes import labels
+from app.writes.bounds import WriteBounds, check_patch, check_spec
 from app.writes.operations import Operation, operation
 from app.writes.rollout import changes_tasks, started_at, wait_settled
 
@@ -77,6 +87,7 @@ def begin(name: str) -> Operation:
     if refusal is not None:
         raise refusal
     g.write_operation = op
+    idempotency.claim(audit_stamp()["identity"])   # a replay, 422 or 409 ends the request here
     return op
 
 
@@ -96,23 +107,45 @@ def detail_etag(entry: Entry) -> str:
 
 
 def check_if_match(op: Operation, entry: Entry) -> None:
-    """RFC 9110 §13.1.1: strong comparison; ``*`` matches any current object; a tag of another variant
-    of the same body (``"<hash>-vnd.service.v1+json"``) matches too. A mismatch is 412 with the kind's
-    conflict code, and nothing is written."""
-    header = request.headers.get("If-Match")
-    if header is None:
+    """RFC 9110 §13.1.1 with strong comparison (a ``W/`` tag never holds): ``*`` alone holds for any current
+    object; a tag holds when it was issued for this object (its detail, a sub-resource, a write's answer)
+    and the object's written state has not changed since (:mod:`app.http.issued_tags`: a service's tasks
+    changing does not count), or when it is the detail's current tag (any variant). A malformed header
+    (``"a", *`` included) is 400 ``API016``; no tag holding is 412 with the kind's conflict code, and
+    nothing is written."""
+    values = request.headers.getlist("If-Match")
+    if not values:
         return
-    tags = [tag.strip() for tag in header.split(",") if tag.strip()]
-    if "*" in tags:
+    try:
+        tags = parse_if_match(", ".join(values))
+    except ValueError as exc:
+        raise ProblemError("API016", detail=f"If-Match: {exc}") from None
+    if tags is None:
         return
-    current = detail_etag(entry).strip('"')
-    for tag in tags:
-        if tag.startswith('"') and tag.endswith('"') and tag[1:-1].split("-", 1)[0] == current:
-            return
+    registry = issued_tags()
+    strong = [tag for tag in tags if not tag.startswith("W/")]
+    if any(registry.shows_current(tag, entry) for tag in strong):
+        return
+    current = detail_etag(entry).strip('"') if strong else None
+    if any(tag[1:-1].split("-", 1)[0] == current for tag in strong):
+        return
     code = _CODES[op.target][1] or "API012"
     raise ProblemError(code, status=412, detail=f"If-Match does not match the current ETag of "
                                                f"{entry.kind.value} {entry.id} (it changed since it was read); "
                                                "nothing was written.")
+
+
+def require_stack_write(new_labels: Mapping[str, Any]) -> None:
+    """A create whose labels put the object in a stack (``com.docker.stack.namespace``) needs write on that
+    stack as well as on ``<type>:*`` (403 ``ACL002`` naming ``stack:<name>``): a stack grant covers what
+    carries the label, so setting it is writing to the stack."""
+    stack = labels.stack_of(new_labels)
+    access = current_access()
+    if stack is None or access.unrestricted or access.allows_any("write", [("stack", stack)]):
+        return
+    raise ProblemError("ACL002", detail=f"write access denied for stack:{stack} (the new object's "
+                                        f"{labels.STACK_NAMESPACE} label)",
+                       extra={"resource": f"stack:{stack}", "permission": "write"})
 
 
 # ---------------------------------------------------------------------------------------------- bodies
@@ -129,11 +162,48 @@ def _raw_body() -> bytes:
     return data
 
 
+MAX_DEPTH = 64                 # nesting of arrays and objects in a body (API015); no write body needs 10
+THREAD_DECODE = 64 * 1024      # bodies larger than this are decoded in a thread, not on the hub
+
+
 def _decode(data: bytes, code: str) -> Any:
+    """JSON with at most :data:`MAX_DEPTH` levels of nesting. Deeper bodies were a 500: ``json.loads``
+    raises ``RecursionError`` near 1,000 levels, and the patch and validation code recurses below that."""
+    if len(data) > THREAD_DECODE:   # decoding and the depth walk grow with the body: off the hub
+        outcome: tuple[str, Any] = get_hub().threadpool.apply(_decode_checked, (data,))
+    else:
+        outcome = _decode_checked(data)
+    verdict, value = outcome
+    if verdict == "deep":
+        raise ProblemError("API015", detail=f"The body nests arrays and objects deeper than {MAX_DEPTH} levels.")
+    if verdict == "invalid":
+        raise ProblemError(code, detail=f"The body is not JSON: {value}")
+    return value
+
+
+def _decode_checked(data: bytes) -> tuple[str, Any]:
+    """(``"ok"``, value) / (``"deep"``, None) / (``"invalid"``, reason): no exception crosses the thread."""
     try:
-        return json.loads(data)
+        value = json.loads(data)
+    except RecursionError:
+        return "deep", None
     except (UnicodeDecodeError, ValueError) as exc:
-        raise ProblemError(code, detail=f"The body is not JSON: {exc}") from None
+        return "invalid", str(exc)
+    if data.count(b"[") + data.count(b"{") > MAX_DEPTH and nesting_depth(data) > MAX_DEPTH:
+        return "deep", None
+    return "ok", value
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKET_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")        # +1 / -1 as signed bytes
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+
+
+def nesting_depth(data: bytes) -> int:
+    """The deepest nesting of arrays/objects in a valid JSON text, in C-speed passes (strings dropped, the
+    brackets kept as +1/-1, the running sum's maximum): about 10 ms per MiB, no recursion to exhaust."""
+    steps = _JSON_STRING.sub(b"", data).translate(_BRACKET_STEPS, _NOT_BRACKETS)
+    return max(accumulate(array("b", steps)), default=0)
 
 
 def json_body(*, required: bool = True) -> Any:
@@ -154,7 +224,9 @@ def patch_body(op: Operation) -> tuple[str, Any]:
         raise ProblemError("API004", headers={"Accept-Patch": ", ".join(op.patch_types)},
                            detail=f"Content-Type {media or '(none)'} is not accepted here; "
                                   f"use {' or '.join(op.patch_types)}.")
-    return media, _decode(_raw_body(), "API008")
+    patch = _decode(_raw_body(), "API008")
+    check_patch(patch, write_bounds())   # WRT001: at most writes.max_patch_operations
+    return media, patch
 
 
 def require_object(body: Any, code: str = "API006") -> dict[str, Any]:
@@ -168,15 +240,29 @@ def writer() -> EngineWriter:
     return current_runtime().writer
 
 
-def engine_write(op: Operation, kind: ResourceKind | None, object_id: str | None, call: Callable[[], T]) -> T:
-    """Run one engine write: announced to the audit log, failures mapped to the operation's codes."""
+def write_bounds() -> WriteBounds:
+    return WriteBounds.of(current_runtime().settings)
+
+
+def engine_write(op: Operation, kind: ResourceKind | None, object_id: str | None, call: Callable[[], T],
+                 *, version: int | None = None) -> T:
+    """Run one engine write: announced to the audit log (and, with an Idempotency-Key, recorded as started
+    with the ``version`` it is based on), failures mapped to the operation's codes. An unknown outcome
+    (the engine took the request but did not answer) is 504 ``WRT002``, and the audit stays pending for
+    ``writes.pending_audit`` seconds, so the change is attributed when the watcher sees it."""
     runtime = current_runtime()
     withdraw = None
+    stamp = audit_stamp()
     if kind is not None and object_id is not None:
-        withdraw = runtime.audit.expect(kind, object_id, audit_stamp())
+        withdraw = runtime.audit.expect(kind, object_id, stamp)
+    idempotency.engine_call_starting(kind.value if kind else None, object_id, version)
     try:
         result = call()
     except WriteFailure as failure:
+        if failure.reason == "unknown":
+            if kind is not None and object_id is not None:
+                runtime.audit.expect(kind, object_id, stamp, lifetime=runtime.settings.writes_pending_audit)
+            raise outcome_unknown(op, kind, object_id, failure) from None
         if withdraw is not None:
             withdraw()
         raise failure_problem(op, failure) from None
@@ -189,12 +275,33 @@ def audit_stamp() -> dict[str, Any]:
     """``{identity, requestId}``; the identity is the authenticated subject once auth modes exist."""
     identity = g.get("identity")
     subject = getattr(identity, "subject", None) if identity is not None else None
-    return {"identity": subject or "anonymous", "requestId": current_request_id()}
+    return {"identity": subject or "anonymous",
+            "requestId": idempotency.logical_request_id() or current_request_id()}   # a keyed retry: the first
+
+
+def outcome_unknown(op: Operation, kind: ResourceKind | None, object_id: str | None,
+                    failure: WriteFailure) -> ProblemError:
+    """504 ``WRT002``: the write may have been applied (or may still be); the body says how to find out."""
+    base = respond.base_path()
+    check: list[str] = []
+    if kind is not None and object_id is not None:
+        check = [f"{base}{kind.spec.path}/{object_id}", f"{base}/history?type={kind.value}&resourceId={object_id}"]
+    retry = ("Retry with the same Idempotency-Key: it cannot apply the change twice." if g.get("idempotency")
+             else "Retrying without an Idempotency-Key may apply it twice.")
+    return ProblemError("WRT002", detail=f"{op.name}: {failure.message}. The write may have been applied, or may "
+                                         f"still be; check {' or '.join(check) or 'the object'} (its history entry "
+                                         f"carries this requestId in audit). {retry}",
+                        extra={"outcome": "unknown", "check": check})
 
 
 def failure_problem(op: Operation, failure: WriteFailure) -> ProblemError:
     missing, conflict, in_use, taken = _CODES[op.target]
     detail = f"The engine refused {op.name}: {failure.message}"
+    claimed = g.get("idempotency")
+    if failure.reason == "out_of_sequence" and conflict and claimed is not None and claimed.is_retry_of_unknown:
+        return ProblemError(conflict, detail=f"{detail}. This retries an Idempotency-Key whose first request "
+                                             f"({claimed.record.request_id}) had an unknown outcome: the object "
+                                             "changed since, most likely by that request; see its /history.")
     if failure.reason == "out_of_sequence" and conflict:
         return ProblemError(conflict, detail=detail)
     if failure.reason == "not_found":
@@ -285,6 +392,7 @@ def answer_detail(entry: Entry | None, *, status: int = 200, members: dict[str, 
     response = respond.detail(entry, members)
     if not members:   # the bytes a GET of the detail gets: its validator, usable for the next If-Match
         response.headers["ETag"] = compute_etag(response.get_data())
+        remember_for(entry, response.headers["ETag"])
     response.status_code = status
     return response
 
@@ -332,18 +440,21 @@ def update_versioned(op: Operation, entry: Entry, mutate: Mutate, *, rollback: b
     before = copy.deepcopy(spec)
     changed = mutate(spec)
     new_spec = spec if changed is None else changed
-    version = int(((entry.raw.get("Version") or {}).get("Index")) or 0)
     if kind not in (ResourceKind.SERVICE, ResourceKind.NODE, ResourceKind.CONFIG, ResourceKind.SECRET):
         raise ValueError(f"{kind.value} objects have no versioned spec")
+    check_spec(before, new_spec, write_bounds())   # WRT001 before anything reaches the engine
+    pinned = idempotency.pinned_version(kind.value, entry.id)   # a retry of an unknown outcome: same base
+    version = pinned or int(((entry.raw.get("Version") or {}).get("Index")) or 0)
+    labels.refuse_reserved_changes(before, new_spec)   # API017: stack membership is not a label edit
     engine = writer()
     prefs = preferences()
     engine_write(op, kind, entry.id, functools.partial(_update_spec, engine, entry, version, before, new_spec,
-                                                       rollback))
+                                                       rollback, pinned is not None), version=version)
     rollout = None
     extra: tuple[str, ...] = ()
     if kind is ResourceKind.SERVICE and prefs.wait is not None:
         rollout = wait_settled(engine, entry.id, prefs.wait, expects_update=rollback or changes_tasks(before, new_spec),
-                               previous_start=started_at(entry.raw))
+                               previous_start=started_at(entry.raw), stop=current_runtime().draining)
         extra = (f"wait={prefs.wait:g}",)
     fresh = read_back(op, kind, entry.id)
     build = answer or (lambda e, r: answer_detail(e, members={"rollout": r} if r else None))
@@ -351,15 +462,17 @@ def update_versioned(op: Operation, entry: Entry, mutate: Mutate, *, rollback: b
 
 
 def _update_spec(engine: EngineWriter, entry: Entry, version: int, read: dict[str, Any], new_spec: dict[str, Any],
-                 rollback: bool) -> None:
+                 rollback: bool, pinned: bool = False) -> None:
     """The versioned update. The engine also bumps an object's version for changes of its own (a service's
     rolling-update progress), so an update refused as out of sequence is retried once, with the engine's
     current version, when the engine's spec is still the one the change was computed from: nobody else
-    changed it. Otherwise (and always under If-Match, which asks for the exact state read) the 409 stands."""
+    changed it (the same test If-Match passed: the spec, not the version, is what a client read). Otherwise
+    the 409 stands. A ``pinned`` version (the retry of a write whose outcome was unknown) is never moved:
+    that refusal is what keeps the change from happening twice."""
     try:
         engine.update_spec(entry.kind.value, entry.id, version, new_spec, rollback=rollback)
     except WriteFailure as failure:
-        if failure.reason != "out_of_sequence" or request.headers.get("If-Match") is not None:
+        if failure.reason != "out_of_sequence" or pinned:
             raise
         current = engine.inspect(entry.kind.value, entry.id)
         if current.get("Spec") != read:

@@ -13,17 +13,21 @@ from typing import Any
 from gevent.event import Event
 
 from app.acl.evaluator import Access
+from app.acl.policy import Grant
 from app.auth.identity import Identity
 from app.http.peer import client_socket, peer_closed
 from app.streams.events import ScopeKey
 from app.streams.wire import sync_frame
 
 DEFAULT_QUEUE_FRAMES = 64          # about 6 s of 100 ms batches behind: then sync and start over
+# ... or this many bytes behind (big batches): a queue holds at most this plus one frame, the frame being
+# shared by every client of its scope group (the hub builds it once).
+DEFAULT_QUEUE_BYTES = 1024 * 1024
 
 
 class Client:
-    __slots__ = ("_frames", "_ready", "access", "after_seq", "closed", "environ", "identity", "limit", "overflows",
-                 "scopes")
+    __slots__ = ("_frames", "_ready", "access", "after_seq", "closed", "environ", "identity", "limit", "max_bytes",
+                 "overflows", "queued_bytes", "scopes")
 
     def __init__(self, scopes: frozenset[ScopeKey], after_seq: int, limit: int = DEFAULT_QUEUE_FRAMES,
                  environ: dict[str, Any] | None = None, access: Access | None = None,
@@ -36,6 +40,8 @@ class Client:
         self.identity = identity
         self.after_seq = after_seq      # changes up to here are not this client's (replayed, or before it)
         self.limit = limit
+        self.max_bytes = DEFAULT_QUEUE_BYTES
+        self.queued_bytes = 0
         self.overflows = 0
         self.closed = False
         self.environ = environ
@@ -46,19 +52,26 @@ class Client:
         self.access = None if access is None or access.unrestricted else access
 
     @property
+    def grants(self) -> tuple[Grant, ...] | None:
+        """What the client's events are filtered by: None when unrestricted."""
+        return None if self.access is None else self.access.grants
+
+    @property
     def queued(self) -> int:
         return len(self._frames)
 
     def offer(self, frame: bytes, seq: int) -> None:
-        """Queue a frame; when the queue is full, drop the backlog and queue a ``sync`` at ``seq`` instead."""
+        """Queue a frame; when the queue is full (frames or bytes), drop the backlog and queue a ``sync`` at
+        ``seq`` instead. A lone frame always fits: a big batch to a client that keeps up is still delivered."""
         if self.closed:
             return
-        if len(self._frames) >= self.limit:
+        if len(self._frames) >= self.limit or (self._frames and self.queued_bytes + len(frame) > self.max_bytes):
             self._frames.clear()
-            self._frames.append(sync_frame(seq))
+            frame = sync_frame(seq)
+            self.queued_bytes = 0
             self.overflows += 1
-        else:
-            self._frames.append(frame)
+        self._frames.append(frame)
+        self.queued_bytes += len(frame)
         self._ready.set()
 
     def close(self) -> None:
@@ -73,8 +86,9 @@ class Client:
             self._ready.wait(timeout)
         if not self._frames:
             return None
-        chunk = b"".join(self._frames)
+        chunk = self._frames[0] if len(self._frames) == 1 else b"".join(self._frames)
         self._frames.clear()
+        self.queued_bytes = 0
         return chunk
 
     def socket(self) -> Any:

@@ -5,6 +5,8 @@ or app context (everything it needs is passed in). Its four endings: the client 
 or the liveness check finding EOF between writes), the hub shuts down, the server closes the response, or
 the cap refused it before it started. Every one unregisters the client (``finally`` and ``call_on_close``,
 both idempotent), so the cap never leaks: an idle dead client is found within :data:`LIVENESS_INTERVAL`.
+A hub shutdown (worker stop) ends the body with ``app.http.live.SHUTDOWN``: a comment and a ``retry:`` hint,
+no ``id``, so the client's ``Last-Event-ID`` still names the last event it got and it resumes exactly.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from app.config import Settings
 from app.errors import ProblemError
 from app.http.acl import current_access
 from app.http.auth import current_identity
-from app.http.live import shutdown_live
+from app.http.live import SHUTDOWN, shutdown_live
 from app.runtime import runtime_of
 from app.streams import findings
 from app.streams.client import Client
@@ -48,6 +50,7 @@ def init_streams(app: Flask, cache: Cache, settings: Settings) -> Hub:
     if settings.auth_mode != "none":   # open streams follow a reloaded policy
         policy_source = runtime_of(app).policy
         hub.follow_policy(lambda: policy_source.policy)
+        policy_source.subscribe(hub.policy_swapped)   # a reload resyncs the streams whose grants changed
     findings.attach(hub, runtime_of(app).recommendations)
     return hub
 
@@ -133,10 +136,13 @@ def _body(hub: Hub, client: Client, replay: Iterator[bytes], keepalive: float) -
                 yield chunk
                 idle_since = time.monotonic()
                 continue
-            if client.closed or client.gone():
+            if client.closed:
+                break
+            if client.gone():
                 return
             if time.monotonic() - idle_since >= keepalive:
                 yield KEEPALIVE
                 idle_since = time.monotonic()
+        yield SHUTDOWN   # only the hub's shutdown closes a client while its body runs
     finally:
         hub.close(client)

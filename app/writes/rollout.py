@@ -6,6 +6,10 @@ engine's rolling update that the write started (an ``UpdateStatus`` newer than t
 reached ``completed``, ``paused``, ``rollback_completed`` or ``rollback_paused``; when it did not (scale,
 service labels), the running tasks equal the desired ones. The wait polls the engine every
 :data:`POLL_SECONDS` from the request's own greenlet (I/O only), for at most N seconds.
+
+A worker shutdown (SIGTERM: ``Runtime.drain``) sets the ``stop`` event: every wait ends at once and answers
+with the state seen so far (``settled: false, state: "interrupted"``, the engine's ``updateState``), so the
+client gets its answer (the write was applied) before gunicorn's graceful timeout instead of a reset.
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import gevent
+from gevent.event import Event
 
 from app.engine.writes import EngineWriter, WriteFailure
 
 POLL_SECONDS = 0.25
+INTERRUPTED = "interrupted"
 SETTLED_STATES = frozenset({"completed", "paused", "rollback_completed", "rollback_paused"})
 
 
@@ -33,9 +38,11 @@ def changes_tasks(before: dict[str, Any], after: dict[str, Any]) -> bool:
 
 
 def wait_settled(writer: EngineWriter, service_id: str, seconds: float, *, expects_update: bool,
-                 previous_start: str | None) -> dict[str, Any]:
+                 previous_start: str | None, stop: Event | None = None) -> dict[str, Any]:
     """The outcome after at most ``seconds``: ``{settled, state, waitedSeconds, runningTasks?,
-    desiredTasks?, message?}``; ``state`` is the update state, ``converged`` or ``timeout``."""
+    desiredTasks?, updateState?, message?}``; ``state`` is the update state, ``converged``, ``timeout``, or
+    ``interrupted`` when ``stop`` was set (worker shutdown) before the rollout settled."""
+    stop = stop or Event()
     began = time.monotonic()
     deadline = began + seconds
     last: dict[str, Any] | None = None
@@ -46,12 +53,12 @@ def wait_settled(writer: EngineWriter, service_id: str, seconds: float, *, expec
             last = None
         outcome = _judge(last, expects_update, previous_start)
         now = time.monotonic()
-        if outcome is not None or now >= deadline:
-            result = _describe(last, outcome or "timeout")
+        if outcome is not None or now >= deadline or stop.is_set():
+            result = _describe(last, outcome or (INTERRUPTED if stop.is_set() else "timeout"))
             result["settled"] = outcome is not None
             result["waitedSeconds"] = round(now - began, 3)
             return result
-        gevent.sleep(min(POLL_SECONDS, max(0.0, deadline - now)))
+        stop.wait(min(POLL_SECONDS, max(0.0, deadline - now)))
 
 
 def _judge(service: dict[str, Any] | None, expects_update: bool, previous_start: str | None) -> str | None:
@@ -78,6 +85,9 @@ def _describe(service: dict[str, Any] | None, state: str) -> dict[str, Any]:
     if "RunningTasks" in counts:
         result["runningTasks"] = counts.get("RunningTasks")
         result["desiredTasks"] = counts.get("DesiredTasks")
+    update_state = (service.get("UpdateStatus") or {}).get("State")
+    if update_state and state == INTERRUPTED:
+        result["updateState"] = update_state     # the engine's own word for the rollout so far ("updating")
     message = (service.get("UpdateStatus") or {}).get("Message")
     if message:
         result["message"] = message
