@@ -19,6 +19,7 @@ from prometheus_client.registry import Collector
 
 from app.resources import ResourceKind
 from app.runtime import runtime_of
+from app.store.metrics import store_metrics
 from app.streams.response import open_streams
 
 _KEY = "shoal.metrics"
@@ -85,6 +86,7 @@ class _RuntimeCollector(Collector):
                                 value=fresh.seq)
         yield GaugeMetricFamily("shoal_open_streams", "Open streaming connections (SSE, logs, metrics).",
                                 value=open_streams(self._app))
+        yield from store_metrics(runtime.store_status())
 
 
 class _RequestMetrics:

@@ -47,7 +47,9 @@ class Health(MethodView):
 
 @blp.route("/-/ready")
 class Ready(MethodView):
-    @blp.response(200, description="Synced and connected to the engine.")
+    @blp.response(200, description="Synced and connected to the engine. `store` is the state store's health: "
+                  "`failing` while its writes fail (changes wait in memory); that does not make the service "
+                  "unready, its reads stay correct.")
     @blp.alt_response(503, description="Not synced yet, or the engine connection is lost (state is stale).")
     def get(self) -> Response:
         runtime = current_runtime()
@@ -65,6 +67,7 @@ class Ready(MethodView):
             # connection is lost, the state may be as old as the last contact.
             "maxStalenessSeconds": behind if not ready else None,
             "sequence": fresh.seq,
+            "store": runtime.store_status().document(),   # app.store.health: ok, failing, unavailable, off
         }
         return respond.document(body, status=200 if ready else 503, content_type="application/json",
                                 cache_control="no-store")

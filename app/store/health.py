@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import Enum
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,11 @@ class StoreStatus:
     dropped_changes: int = 0               # dropped past the byte bound: the file is rewritten from the cache
 
     def document(self) -> dict[str, object]:
+        """The ``store`` member of ``/-/ready``."""
+        since = None if self.failing_since is None else \
+            datetime.fromtimestamp(self.failing_since, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         return {"state": self.state.value, "pendingChanges": self.pending_changes,
-                "pendingBytes": self.pending_bytes, "failingSince": self.failing_since,
+                "pendingBytes": self.pending_bytes, "failingSince": since,
                 "lastError": self.last_error, "writeErrors": self.write_errors,
                 "droppedChanges": self.dropped_changes}
 
@@ -67,7 +71,7 @@ class WriteHealth:
 
     def retry_delay(self, interval: float) -> float:
         """The wait before the next attempt: ``interval`` (the flush window), doubled per failure in a row."""
-        return min(MAX_RETRY_DELAY, interval * 2 ** min(max(self.failures - 1, 0), 16))
+        return min(MAX_RETRY_DELAY, interval * float(2 ** min(max(self.failures - 1, 0), 16)))
 
     def failed(self, exc: BaseException, changes: int, pending_bytes: int, rewrite: bool) -> None:
         self.failures += 1
