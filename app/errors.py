@@ -58,6 +58,17 @@ REGISTRY: dict[str, ErrorDef] = _defs(
      "Retry after the number of seconds in Retry-After."),
     ("API014", 413, "Request body too large", "The request body is larger than 1 MiB.",
      "Send a smaller body."),
+    ("API015", 400, "Body nested too deeply",
+     "The JSON body nests arrays and objects deeper than 64 levels; no write body needs that many.",
+     "Send a flatter document."),
+    ("API016", 400, "Invalid If-Match",
+     "If-Match is neither * nor a comma-separated list of quoted entity tags (RFC 9110 §13.1.1); a list "
+     "that mixes * with tags is malformed too.",
+     "Send the ETag a GET returned, e.g. If-Match: \"<etag>\", or * alone."),
+    ("API017", 400, "Reserved label",
+     "The write adds, changes or removes a com.docker.stack.* label of an existing object: stack membership "
+     "belongs to docker stack deploy, and stack grants of the ACL rest on it.",
+     "Keep the com.docker.stack.* labels as they are (send them back unchanged in a PUT), or redeploy the stack."),
     # AUT: authentication
     ("AUT001", 401, "Authentication required",
      "The request carries no valid credentials (session, bearer token or peer identity).",

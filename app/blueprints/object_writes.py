@@ -126,6 +126,7 @@ def _config_routes(kind: ResourceKind) -> None:
         def post(self) -> Response:
             op = writes.begin(f"create_{key}")
             body = objects.config_create(key, writes.json_body())
+            writes.require_stack_write(body["Labels"])   # a stack label needs write on the stack
             _name_free(kind, body["Name"])
             new_id = writes.engine_write(op, None, None, lambda: writes.writer().create(key, body))
             fresh = writes.read_back(op, kind, new_id)
@@ -184,6 +185,7 @@ class Networks(MethodView):
     def post(self) -> Response:
         op = writes.begin("create_network")
         body = objects.network_create(writes.json_body())
+        writes.require_stack_write(body["Labels"])   # a stack label needs write on the stack
         _name_free(NETWORK, body["Name"])
         new_id = writes.engine_write(op, None, None, lambda: writes.writer().create("network", body))
         fresh = writes.read_back(op, NETWORK, new_id)
@@ -221,6 +223,7 @@ class Volumes(MethodView):
     def post(self) -> Response:
         op = writes.begin("create_volume")
         body = objects.volume_create(writes.json_body())
+        writes.require_stack_write(body["Labels"])   # a stack label needs write on the stack
         name = body["Name"]
         writer = writes.writer()
         try:

@@ -8,6 +8,10 @@ over the reference's 16 bytes). One URL has several variants with the same body 
 and ``application/vnd.service.v1+json``), and RFC 9110 §8.8.3 wants a distinct tag per variant: the
 default ``application/json`` gets the bare hash, any other Content-Type gets ``-<subtype>`` appended
 (``"<hex>-vnd.service.v1+json"``).
+
+Every tag issued on a writable object's URL is remembered with the object's state
+(:mod:`app.http.issued_tags`), so ``If-Match`` on a write can be judged by the object, not by the bytes
+(:func:`parse_if_match` reads the header; ``app.http.writes`` judges it).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from datetime import UTC, datetime
 
 from flask import Request, Response
 from werkzeug.http import parse_date
+
+from app.http.issued_tags import record_issued
 
 _DEFAULT_VARIANT = "application/json"
 # Buffered bodies that get an ETag: JSON and the feeds (Atom, JSON Feed).
@@ -80,6 +86,32 @@ def _etag_matches(header: str, etag: str) -> bool:
     return False
 
 
+_LIST_ELEMENT = re.compile(r'[ \t]*(?:(W/)?"([\x21\x23-\x7e\x80-\xff]*)")?[ \t]*(,|$)')
+
+
+def parse_if_match(header: str) -> list[str] | None:
+    """RFC 9110 §13.1.1 ``If-Match = "*" / #entity-tag``: None for ``*``, else the tags as sent (``W/``
+    kept; empty list elements skipped). Raises ``ValueError`` naming the flaw for anything else, e.g. an
+    unquoted tag or ``"a", *`` (``*`` is only valid alone: mixed in a list it is malformed, not "any")."""
+    if header.strip() == "*":
+        return None
+    tags: list[str] = []
+    position = 0
+    while position < len(header):
+        match = _LIST_ELEMENT.match(header, position)
+        if match is None or match.end() == position:
+            rest = header[position:position + 40].strip()
+            if rest.startswith("*"):
+                raise ValueError("'*' is only valid alone, not in a list of entity tags.")
+            raise ValueError(f"not a comma-separated list of quoted entity tags at {rest!r}.")
+        if match.group(2) is not None:
+            tags.append((match.group(1) or "") + '"' + match.group(2) + '"')
+        position = match.end()
+    if not tags:
+        raise ValueError("no entity tag in the header.")
+    return tags
+
+
 def apply_conditional(request: Request, response: Response) -> Response:
     if request.method not in ("GET", "HEAD") or response.status_code not in (200, 206):
         return response
@@ -87,6 +119,7 @@ def apply_conditional(request: Request, response: Response) -> Response:
         return response
     etag = compute_etag(response.get_data(), response.mimetype or "")
     response.headers["ETag"] = etag
+    record_issued(request, etag)
     if_none_match = request.headers.get("If-None-Match")
     if if_none_match is not None:
         if _etag_matches(if_none_match, etag):

@@ -3,8 +3,10 @@
 ``after`` keeps lines strictly newer than it (lines ≤ ``after`` are dropped). ``since``, the name the
 agent tool uses, is its inclusive twin: lines older than ``since`` are dropped, so the cursor (last line
 + 1 ns) given back as ``since`` returns exactly the lines not yet seen, even one 1 ns after the last.
-``after`` wins when both are given. On a live stream without either, ``Last-Event-ID`` (a line
-timestamp, as sent in ``id:``) is the exclusive start; without any, only new lines are streamed.
+``after`` wins when both are given. Instants must lie between 1970 and 9999 and UTC offsets be real
+(``+23:59`` at most): anything else is the parameter's 400 before the engine is asked. On a live stream
+without either, ``Last-Event-ID`` (a line timestamp, as sent in ``id:``) is the exclusive start; without
+any, only new lines are streamed.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 
 from app.errors import ProblemError
 from app.logs.lines import STREAMS, LogLine
-from app.logs.timestamps import TimeFormatError, parse_instant, parse_rfc3339
+from app.logs.timestamps import TimeFormatError, TimeRangeError, parse_instant, parse_rfc3339
 
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 10_000
@@ -64,6 +66,8 @@ def parse_log_query(args: Mapping[str, str], now_ns: int, *, live: bool,
             raise ProblemError("LOG005", detail="A live log stream has no end: drop before.")
         try:
             before = parse_instant(before_text, now_ns)
+        except TimeRangeError as exc:
+            raise ProblemError("LOG004", detail=f"before: {exc}.") from None
         except TimeFormatError:
             raise ProblemError("LOG004", detail=f"before={before_text!r} is neither an RFC 3339 timestamp "
                                                 "nor a duration such as 1h30m.") from None
@@ -78,6 +82,8 @@ def _start(args: Mapping[str, str], now_ns: int, last_event_id: str | None) -> i
             continue
         try:
             instant = parse_instant(text, now_ns)
+        except TimeRangeError as exc:   # checked here: the engine answered a 500 with its internals
+            raise ProblemError("LOG003", detail=f"{name}: {exc}.") from None
         except TimeFormatError:
             raise ProblemError("LOG003", detail=f"{name}={text!r} is neither an RFC 3339 timestamp nor a "
                                                 "duration such as 1h30m.") from None

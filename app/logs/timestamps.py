@@ -3,15 +3,22 @@
 Why integers: the engine stamps every line with nine fractional digits and ``datetime`` keeps six, so two
 lines of one microsecond would compare equal and the cursor (last line + 1 ns) could not be computed. An
 ``int`` of nanoseconds since the Unix epoch (UTC) orders, subtracts and adds exactly.
+
+Every instant parsed here lies between the Unix epoch and the end of year 9999 (:class:`TimeRangeError`
+otherwise): the engine's ``since`` is seconds since the epoch, and a negative or overflowing value (a
+duration such as ``100000000h`` reaching back before 1970) made it fail with its own internals in the message.
 """
 
 from __future__ import annotations
 
 import calendar
+import math
 import re
 import time
 
 NS_PER_SECOND = 1_000_000_000
+MIN_NS = 0                                                      # 1970-01-01T00:00:00Z
+MAX_NS = 253_402_300_800 * NS_PER_SECOND - 1                    # 9999-12-31T23:59:59.999999999Z
 
 _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9})\d*)?(?:([Zz])|([+-])(\d{2}):(\d{2}))$")
@@ -24,6 +31,24 @@ class TimeFormatError(ValueError):
     """Neither an RFC 3339 timestamp nor a duration."""
 
 
+class TimeRangeError(TimeFormatError):
+    """Well formed, but outside 1970-01-01 … 9999-12-31 (UTC)."""
+
+
+_RANGE = "1970-01-01T00:00:00Z … 9999-12-31T23:59:59Z"
+
+
+def _quote(text: str) -> str:
+    """The value as a problem detail shows it: at most 40 characters of it."""
+    return repr(text if len(text) <= 40 else text[:40] + "…")
+
+
+def _in_range(ns: int, text: str) -> int:
+    if not MIN_NS <= ns <= MAX_NS:
+        raise TimeRangeError(f"{_quote(text)} is outside {_RANGE}")
+    return ns
+
+
 def parse_rfc3339(text: str) -> int:
     """``2026-04-13T08:12:34.123456789Z`` (any offset, 0 to 9 fractional digits; more are truncated) → ns."""
     match = _RFC3339.match(text.strip())
@@ -32,14 +57,19 @@ def parse_rfc3339(text: str) -> int:
     year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
     if not (1 <= month <= 12 and 1 <= day <= 31 and hour <= 23 and minute <= 59 and second <= 60):
         raise TimeFormatError(f"not a valid date and time: {text!r}")
+    if year < 1970:     # calendar.timegm refuses year 0 with a ValueError of its own
+        raise TimeRangeError(f"{_quote(text)} is outside {_RANGE}")
     seconds = calendar.timegm((year, month, day, hour, minute, min(second, 59), 0, 0, 0))
     if time.gmtime(seconds)[:3] != (year, month, day):   # 31 February: timegm normalises silently
         raise TimeFormatError(f"not a valid date: {text!r}")
     fraction = (match.group(7) or "").ljust(9, "0")
     if match.group(9):
-        offset = (int(match.group(10)) * 60 + int(match.group(11))) * 60
+        hours, minutes = int(match.group(10)), int(match.group(11))
+        if hours > 23 or minutes > 59:      # RFC 3339 §5.6: time-numoffset is a valid hour and minute
+            raise TimeFormatError(f"not a valid UTC offset: {text!r}")
+        offset = (hours * 60 + minutes) * 60
         seconds -= offset if match.group(9) == "+" else -offset
-    return seconds * NS_PER_SECOND + int(fraction)
+    return _in_range(seconds * NS_PER_SECOND + int(fraction), text)
 
 
 def format_rfc3339(ns: int) -> str:
@@ -62,15 +92,24 @@ def parse_duration(text: str) -> int:
         position = match.end()
     if position == 0:
         raise TimeFormatError(f"not a duration: {text!r}")
+    if not math.isfinite(total) or total > MAX_NS:     # 1e400h is inf: int() would raise OverflowError
+        raise TimeRangeError(f"{_quote(text)} reaches back before 1970-01-01T00:00:00Z")
     return int(total)
 
 
 def parse_instant(text: str, now_ns: int) -> int:
-    """A query time: an RFC 3339 timestamp, or a duration meaning that long before ``now_ns``."""
+    """A query time: an RFC 3339 timestamp, or a duration meaning that long before ``now_ns``; both within
+    the epoch … 9999 (:class:`TimeRangeError`)."""
     try:
         return parse_rfc3339(text)
+    except TimeRangeError:
+        raise
     except TimeFormatError:
-        return now_ns - parse_duration(text)
+        pass
+    duration = parse_duration(text)
+    if now_ns - duration < MIN_NS:
+        raise TimeRangeError(f"{_quote(text)} reaches back before 1970-01-01T00:00:00Z")
+    return now_ns - duration
 
 
 def cursor_after(ns: int) -> str:

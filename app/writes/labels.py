@@ -8,10 +8,17 @@ PUT takes the whole map, bare (``{"tier":"db"}``) or wrapped (``{"labels":{"tier
 GET answers, so a client can send back what it read). A body whose only key is ``labels`` with an object
 value is the wrapped form; a label literally named ``labels`` must then be sent wrapped.
 PATCH takes the reference's map patches (``app.writes.patch``): JSON Patch or JSON Merge Patch.
+
+Reserved labels: ``com.docker.stack.*`` belong to ``docker stack deploy``, and the ACL's stack grants rest on
+``com.docker.stack.namespace`` (a ``stack:demo`` grant covers what carries ``demo``). So no write may add,
+change or remove one on an existing object (:func:`refuse_reserved_changes`, 400 ``API017``, for every
+caller: moving an object between stacks is a redeploy, not a label edit); a create that sets the namespace
+needs write on that stack as well (``app.http.writes.require_stack_write``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from app.errors import ProblemError
@@ -19,6 +26,8 @@ from app.writes.operations import JSON_PATCH, MERGE_PATCH
 from app.writes.patch import map_json_patch, map_merge_patch
 
 MAX_KEY = 1024    # the engine keeps labels in its raft store; a sane bound on one key
+RESERVED_PREFIX = "com.docker.stack."
+STACK_NAMESPACE = "com.docker.stack.namespace"
 
 
 def current(raw: dict[str, Any]) -> dict[str, str]:
@@ -62,3 +71,36 @@ def with_labels(spec: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
     """The spec with its labels replaced (the rest untouched)."""
     spec["Labels"] = labels
     return spec
+
+
+# ---------------------------------------------------------------------------------------------- reserved labels
+def reserved_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """The ``com.docker.stack.*`` keys added, changed or removed between two label maps."""
+    keys = {key for key in (*before, *after) if isinstance(key, str) and key.startswith(RESERVED_PREFIX)}
+    return sorted(key for key in keys if before.get(key) != after.get(key))
+
+
+def _label_maps(spec: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The spec's label maps that carry stack membership: the object's and (services) its containers'."""
+    container = ((spec.get("TaskTemplate") or {}).get("ContainerSpec") or {}) if isinstance(spec, Mapping) else {}
+    maps = {"labels": spec.get("Labels"), "container labels": container.get("Labels")}
+    return {where: value if isinstance(value, Mapping) else {} for where, value in maps.items()}
+
+
+def refuse_reserved_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
+    """400 ``API017`` when a spec update touches a reserved label (checked on every versioned update, so no
+    write path can move an object between stacks)."""
+    old, new = _label_maps(before), _label_maps(after)
+    for where in old:
+        changed = reserved_changes(old[where], new[where])
+        if changed:
+            raise ProblemError("API017", extra={"labels": changed},
+                               detail=f"The {where} {', '.join(changed)} are reserved for docker stack deploy "
+                                      "(stack membership, which stack grants rest on): keep them as they are; "
+                                      "nothing was written.")
+
+
+def stack_of(labels: Mapping[str, Any]) -> str | None:
+    """The stack a new object's labels put it in (``com.docker.stack.namespace``), if any."""
+    value = labels.get(STACK_NAMESPACE)
+    return value if isinstance(value, str) and value else None

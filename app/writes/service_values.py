@@ -76,11 +76,29 @@ def get_env(spec: Spec) -> dict[str, str]:
 
 
 def check_env(value: Any) -> dict[str, str]:
+    """Names without ``=`` or control characters, values without NUL: the engine stores any
+    string, but a container's environment is C strings (a NUL cuts the entry, ``=`` ends the name), so such
+    a variable would not be what was asked for, or the task would not start."""
     env = as_string_map(value, BODY, "env")
-    for key in env:
+    for key, item in env.items():
+        field = join("env", _printable(key))
         if "=" in key:
-            raise invalid(BODY, join("env", key), "a variable name cannot contain '='.")
+            raise invalid(BODY, field, "a variable name cannot contain '='.")
+        if any(_is_control(char) for char in key):
+            raise invalid(BODY, field, "a variable name cannot contain control characters (NUL included).")
+        if "\x00" in item:
+            raise invalid(BODY, field, "a value cannot contain a NUL character.")
     return env
+
+
+def _is_control(char: str) -> bool:
+    return ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0
+
+
+def _printable(key: str) -> str:
+    """A name as a problem shows it: control characters escaped, at most 80 characters."""
+    shown = "".join(f"\\x{ord(c):02x}" if _is_control(c) else c for c in key[:80])
+    return shown + ("…" if len(key) > 80 else "")
 
 
 def set_env(spec: Spec, value: dict[str, str]) -> None:

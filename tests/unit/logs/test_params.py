@@ -74,3 +74,28 @@ def test_last_event_id_starts_a_live_tail_unless_after_is_given() -> None:
     assert query(live=True, last_event_id="42").start is None          # not a line timestamp: only new lines
     assert query(live=False, last_event_id=STAMP).start is None         # JSON pages ignore it
     assert query(live=True).start is None
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    ({"since": "100000000h"}, "LOG003"),              # before 1970: the engine answered a 500 with its internals
+    ({"after": "9" * 400 + "h"}, "LOG003"),           # a float overflow (inf), not an OverflowError
+    ({"since": "1969-12-31T23:59:59Z"}, "LOG003"),
+    ({"after": "0000-01-01T00:00:00Z"}, "LOG003"),    # calendar.timegm's own ValueError
+    ({"since": "2026-04-13T08:12:34+99:99"}, "LOG003"),
+    ({"before": "2026-04-13T08:12:34-24:00"}, "LOG004"),
+    ({"before": "2026-04-13T08:12:34+23:60"}, "LOG004"),
+    ({"before": "100000000h"}, "LOG004"),
+])
+def test_instants_outside_the_epoch_or_with_unreal_offsets_are_the_parameters_400(args: dict[str, str],
+                                                                                  code: str) -> None:
+    with pytest.raises(ProblemError) as caught:
+        query(**args)
+    assert caught.value.code == code and caught.value.status == 400
+    assert "Traceback" not in caught.value.detail and len(caught.value.detail) < 300
+
+
+def test_real_offsets_and_the_epoch_itself_are_accepted() -> None:
+    assert query(since="1970-01-01T00:00:00Z").start == 0
+    assert query(after="2026-04-13T08:12:34+23:59").start == parse_rfc3339("2026-04-13T08:12:34+23:59") + 1
+    assert query(since="1h").start == NOW - 3600 * NS_PER_SECOND
+    assert query(live=True, last_event_id="1960-01-01T00:00:00Z").start is None   # not usable: only new lines

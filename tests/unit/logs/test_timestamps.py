@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from app.logs.timestamps import (
+    MAX_NS,
     NS_PER_SECOND,
     TimeFormatError,
+    TimeRangeError,
     cursor_after,
     engine_since,
     format_rfc3339,
@@ -81,3 +83,27 @@ def test_an_instant_is_a_timestamp_or_a_duration_before_now() -> None:
 
 def test_engine_since_keeps_nanoseconds() -> None:
     assert engine_since(1_700_000_000 * NS_PER_SECOND + 5) == "1700000000.000000005"
+
+
+@pytest.mark.parametrize("text", ["2026-04-13T08:12:34+24:00", "2026-04-13T08:12:34-00:60",
+                                  "2026-04-13T08:12:34+99:99"])
+def test_offsets_must_be_a_real_hour_and_minute(text: str) -> None:
+    with pytest.raises(TimeFormatError):
+        parse_rfc3339(text)
+
+
+@pytest.mark.parametrize("text", ["1969-12-31T23:59:59.999999999Z", "0000-01-01T00:00:00Z",
+                                  "9999-12-31T23:59:59-00:01"])
+def test_instants_outside_the_epoch_to_9999_are_a_range_error(text: str) -> None:
+    with pytest.raises(TimeRangeError):
+        parse_rfc3339(text)
+
+
+def test_durations_reaching_before_the_epoch_or_overflowing_are_a_range_error() -> None:
+    now = EPOCH_2026 * NS_PER_SECOND
+    with pytest.raises(TimeRangeError):
+        parse_instant("100000000h", now)
+    with pytest.raises(TimeRangeError):
+        parse_duration("9" * 400 + "h")
+    assert parse_instant("9999-12-31T23:59:59.999999999Z", now) == MAX_NS
+    assert parse_instant(f"{EPOCH_2026}s", now) == 0
