@@ -215,6 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     app = create_app(settings)  # configures logging
     log_report(settings)
+    from app.config.exposure import warn_exposure
+
+    warn_exposure(settings, (str(settings.listen_addr),))
     return serve(app, settings)
 
 

@@ -14,6 +14,7 @@ from app.auth.oidc_routes import document_login_redirects
 from app.http.auth import BYPASS_PREFIXES
 from app.http.feed_docs import document_feeds
 from app.http.negotiation import JSON, JSON_V1
+from app.http.options import document_options
 from app.streams.openapi_doc import document_streams
 
 API_KEY = "shoal.api"
@@ -45,7 +46,10 @@ _OBJECT = {"schema": {"type": "object"}}
 _FIXED_CONTENT: dict[str, dict[str, Any]] = {
     "/": {},  # the dashboard shell only (added below, as for every negotiated GET)
     "/-/health": {JSON: _OBJECT},
-    "/-/ready": {JSON: _OBJECT},
+    "/-/ready": {JSON: {"schema": {"type": "object", "required": ["status", "unauthenticatedWrites"], "properties": {
+        "status": {"type": "string", "enum": ["ready", "not_ready"]},
+        "unauthenticatedWrites": {"type": "boolean", "description": "auth.mode = none with operations level >= 1 "
+                                  "on an address other than loopback: anyone who reaches the port may write"}}}}},
     "/-/metrics": {"text/plain": {"schema": {"type": "string"}}},
     "/api": {JSON: _OBJECT},
     "/api/context.jsonld": {"application/ld+json": _OBJECT},
@@ -86,6 +90,7 @@ def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
     document_feeds(document)
     document_streams(document, base_path)
     document_login_redirects(document)
+    document_options(document, _UNAUTHENTICATED, _DEFAULT_PROBLEM)
     return document
 
 

@@ -174,6 +174,7 @@ class PolicySource:
         self._seen: Signature | None = None        # the file's signature at the last poll
         self._applied: Signature | None = None     # the signature of the content last loaded (or refused)
         self.reloads = 0                      # successful reloads since start (tests, diagnostics)
+        self._listeners: list[Callable[[], None]] = []
         self.last_error: str | None = None    # why the last reload was refused, None after a good one
         try:
             if settings.acl_policy:
@@ -187,6 +188,11 @@ class PolicySource:
     @property
     def policy(self) -> Policy | None:
         return self._policy
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` after each swap (in the watcher's greenlet): open streams resync at once
+        (``app.streams.hub``) instead of at their next event."""
+        self._listeners.append(listener)
 
     @property
     def path(self) -> str | None:
@@ -240,3 +246,5 @@ class PolicySource:
         self.last_error = None
         log.info("acl policy reloaded (%d grants)", len(policy.grants),
                  extra={"policy_file": self._path, "grants": len(policy.grants)})
+        for listener in list(self._listeners):
+            listener()

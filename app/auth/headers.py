@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 from flask import Flask, Request
 
 from app.acl.policy import parse_provider_grants
+from app.auth.header_values import OWS, UnsafeHeaderValue, decoded, identity_text
 from app.auth.identity import AuthenticationFailed, Identity, ProviderGrant
 from app.config import ConfigError, Settings
 
@@ -55,40 +56,28 @@ def parse_address(text: str | None) -> Address | None:
     return address
 
 
-def header_text(value: str) -> str:
-    """A WSGI header value (latin-1 decoded bytes) as the UTF-8 text proxies send for non-ASCII names."""
-    try:
-        return value.encode("latin-1").decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        return value
+def _within(text: str | None, limit: int) -> str | None:
+    """Empty or over-long optional values are dropped (not truncated)."""
+    return text if text and len(text) <= limit else None
 
 
-def _clean(value: str | None, limit: int) -> str | None:
-    """Trimmed, printable and at most ``limit`` characters, else None."""
-    if value is None:
-        return None
-    text = header_text(value).strip()
-    if not text or len(text) > limit or not text.isprintable():
-        return None
-    return text
-
-
-def parse_groups(value: str | None) -> tuple[str, ...]:
-    """Comma-separated groups, trimmed; empty, unprintable or over-long ones dropped, duplicates once."""
-    if not value:
+def parse_groups(text: str | None) -> tuple[str, ...]:
+    """Comma-separated groups (checked text, ``app.auth.header_values``), each trimmed of SP/HTAB; empty
+    or over-long ones dropped, duplicates once."""
+    if not text:
         return ()
-    groups = (_clean(part, MAX_VALUE) for part in header_text(value).split(","))
-    return tuple(dict.fromkeys(group for group in groups if group))
+    groups = (part.strip(OWS) for part in text.split(","))
+    return tuple(dict.fromkeys(group for group in groups if group and len(group) <= MAX_VALUE))
 
 
 def parse_grants(value: str | None, header: str) -> tuple[ProviderGrant, ...]:
     """The provider grants header (reference §7.3): a JSON array of ``{resources, permissions}``, decoded
     by the policy's own grammar (invalid entries dropped one by one). A value that is not a JSON array
     gives no grants and a warning that names the header, never the value."""
-    if value is None or not value.strip():
+    if value is None or not value.strip(OWS):
         return ()
     try:
-        document = json.loads(header_text(value))
+        document = json.loads(value)
     except ValueError:
         document = None
     if not isinstance(document, list):
@@ -114,7 +103,7 @@ class HeadersProvider:
         secret = (self.secret_header or "").lower()
         if not settings.headers_subject or settings.headers_subject.lower() == secret:
             raise ConfigError("auth.mode = headers needs auth.headers.subject, a header other than the secret's")
-        self.networks: tuple[Network, ...] = tuple(ipaddress.ip_network(cidr, strict=False)
+        self.networks: tuple[Network, ...] = tuple(ipaddress.ip_network(cidr)
                                                    for cidr in settings.trusted_proxies)
         self.subject = settings.headers_subject
         # the secret never feeds the identity: an optional header named like it is not read at all
@@ -172,21 +161,30 @@ class HeadersProvider:
             self._refuse("not from a trusted proxy", peer)
         if not self.secret_matches(request):
             self._refuse("the proxy's shared secret header is missing or wrong", peer)
-        raw_subject = request.headers.get(self.subject)
-        subject = _clean(raw_subject, MAX_SUBJECT)
-        if subject is None:
-            problem = "missing or empty" if raw_subject is None or not raw_subject.strip() else \
-                "not printable or longer than 256 characters"
+        subject = self._text(request, self.subject, peer)
+        if not subject or len(subject) > MAX_SUBJECT:
+            problem = "missing or empty" if not subject else "longer than 256 characters"
             self._refuse(f"the subject header {self.subject} is {problem}", peer, self.forwarded_client(request))
-        name = _clean(request.headers.get(self.name), MAX_VALUE) if self.name else None
-        email = _clean(request.headers.get(self.email), MAX_VALUE) if self.email else None
-        groups = parse_groups(request.headers.get(self.groups)) if self.groups else ()
-        grants = parse_grants(request.headers.get(self.grants_header), self.grants_header) \
-            if self.grants_header else ()
-        raw = {header: header_text(value) for header in self.raw_headers
-               if (value := request.headers.get(header)) is not None}
+        name, email = (_within(self._text(request, header, peer), MAX_VALUE) for header in (self.name, self.email))
+        groups = parse_groups(self._text(request, self.groups, peer))
+        grants = parse_grants(self._text(request, self.grants_header, peer, tabs=True), self.grants_header or "")
+        raw = {header: decoded(value) for header in self.raw_headers
+               if (value := request.headers.get(header)) is not None}   # every one checked above
         return Identity(subject=subject, display_name=name or subject, provider="headers", email=email,
                         groups=groups, raw=raw, grants=grants)
+
+    def _text(self, request: Request, header: str | None, peer: str | None, *, tabs: bool = False) -> str | None:
+        """A configured identity header's checked text (``app.auth.header_values``), None when unset or
+        absent; 401 naming the header (never the value) when it is not UTF-8 or holds an unprintable
+        character (``tabs``: HTAB allowed inside, the grants header's JSON whitespace)."""
+        value = request.headers.get(header) if header else None
+        if value is None:
+            return None
+        try:
+            return identity_text(value, tabs=tabs)
+        except UnsafeHeaderValue:
+            self._refuse(f"the identity header {header} is not UTF-8 or holds a control, format or non-HTTP "
+                         "whitespace character", peer, self.forwarded_client(request))
 
     def _refuse(self, reason: str, peer: str | None, client: str | None = None) -> NoReturn:
         """401 AUT001. The log names the peer (and the forwarded client of a trusted proxy), never a header

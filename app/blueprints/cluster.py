@@ -1,7 +1,9 @@
 """Cluster-wide reads: ``/cluster`` (overview, reference §4.3), ``/cluster/capacity``, ``/disk-usage`` and
 ``/stacks/summary``. Computed from the cache by ``app.cluster``, except disk usage, which asks the engine
 (``app.engine.system``). With an ACL policy each needs the caller to hold at least one grant (reference
-§1.2); ``/stacks/summary`` lists only readable stacks, the overview and capacity stay cluster-wide counts.
+§1.2); ``/stacks/summary`` lists only readable stacks and ``/cluster/capacity`` only readable nodes (rows
+and totals); the overview stays cluster-wide counts (no names; ``localNodeID`` only when that node is
+readable).
 ``/stacks/summary`` is a static rule and werkzeug ranks static rules before
 ``/stacks/<name>``, so it wins over a stack named "summary" (that stack stays listed in ``/stacks``).
 """
@@ -21,9 +23,10 @@ from app.cluster.overview import overview
 from app.cluster.stacks import summaries
 from app.engine.system import SystemInfo, docker_client
 from app.http import admission, respond
-from app.http.acl_read import read_filter, require_grants
+from app.http.acl_read import may_read, read_filter, require_grants
 from app.http.jsonld import envelope
 from app.http.negotiation import negotiated
+from app.resources import ResourceKind
 from app.runtime import current_runtime, runtime_of
 from app.schemas.v1.cluster import CapacityV1, ClusterV1, DiskUsageCollectionV1, StackSummaryCollectionV1
 
@@ -67,8 +70,11 @@ class Cluster(MethodView):
     def get(self) -> Response:
         require_grants()
         runtime = current_runtime()
+        local = system_info().local_node_id()
+        local_node = runtime.cache.get(ResourceKind.NODE, local) if local else None
         return _document("Cluster", overview(runtime.cache, prometheus_configured=bool(runtime.settings.prometheus_url),
-                                             local_node_id=system_info().local_node_id()))
+                                             local_node_id=local if local_node is None or may_read(local_node)
+                                             else None))
 
 
 @blp.route("/cluster/capacity")
@@ -78,7 +84,7 @@ class Capacity(MethodView):
     @negotiated()
     def get(self) -> Response:
         require_grants()
-        return _document("ClusterCapacity", capacity(current_runtime().cache))
+        return _document("ClusterCapacity", capacity(current_runtime().cache, read_filter()))
 
 
 @blp.route("/disk-usage")

@@ -13,6 +13,7 @@ from flask_smorest import Blueprint
 from werkzeug.exceptions import NotFound
 
 from app.blueprints.docs import errors
+from app.config.exposure import unauthenticated_writes
 from app.errors import REGISTRY
 from app.http import respond
 from app.http.jsonld import context_document, envelope
@@ -68,6 +69,8 @@ class Ready(MethodView):
             "maxStalenessSeconds": behind if not ready else None,
             "sequence": fresh.seq,
             "store": runtime.store_status().document(),   # app.store.health: ok, failing, unavailable, off
+            # anyone who reaches the port may write (app.config.exposure): said at start, shown here
+            "unauthenticatedWrites": unauthenticated_writes(runtime.settings, runtime.binds),
         }
         return respond.document(body, status=200 if ready else 503, content_type="application/json",
                                 cache_control="no-store")

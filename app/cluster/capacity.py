@@ -5,11 +5,13 @@ cores and bytes) plus, per the issue, ``reserved``/``available`` totals and a ``
 reservation is the sum of ``Spec.Resources.Reservations`` of its tasks that hold it (desired state
 ``running``, state assigned through running): what the scheduler counts. ``available`` is never negative
 (an over-committed node shows 0), and the total is the sum of the nodes' own. CPU in cores (3 decimals),
-memory in bytes.
+memory in bytes. With an ACL policy the document covers only the nodes the caller may read (``/nodes``'s
+rule): rows, totals, maxima and ``nodeCount`` alike (docs/acl.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from app.cache.entries import Entry
@@ -46,8 +48,12 @@ def _resource(total: int, reserved: int, *, cpu: bool) -> dict[str, Any]:
     return {"total": total, "reserved": reserved, "available": available}
 
 
-def capacity(cache: Cache) -> dict[str, Any]:
-    nodes = sorted(cache.entries(ResourceKind.NODE), key=lambda entry: (entry.name, entry.id))
+def capacity(cache: Cache, visible: Callable[[Entry], bool] | None = None) -> dict[str, Any]:
+    """The capacity document over the nodes the caller may read (``visible``, the ``/nodes`` rule; None:
+    every node): rows and totals alike, so a restricted reader never learns a hidden node's id, hostname
+    or size. A visible node's reservation counts every task holding it, whatever service it belongs to."""
+    nodes = sorted((node for node in cache.entries(ResourceKind.NODE) if visible is None or visible(node)),
+                   key=lambda entry: (entry.name, entry.id))
     totals = node_totals(nodes)
     budget = [PART]
     rows: list[dict[str, Any]] = []

@@ -110,15 +110,18 @@ def _auth_mode(text: str) -> str:
 
 
 def _networks(text: str) -> tuple[str, ...]:
-    """Comma list of IP addresses or CIDRs (``10.0.0.0/8, 127.0.0.1, ::1``), normalised."""
+    """Comma list of IP addresses or CIDRs (``10.0.0.0/8, 127.0.0.1, ::1``), normalised. Strict: a CIDR with
+    host bits set (``192.168.1.10/1``) is refused, never widened to its network (``128.0.0.0/1``)."""
     found = []
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
         try:
-            found.append(str(ipaddress.ip_network(part, strict=False)))
-        except ValueError:
-            raise ValueError(f"not an IP address or CIDR: {part!r}") from None
+            found.append(str(ipaddress.ip_network(part, strict=True)))
+        except ValueError as exc:
+            reason = "host bits set (write the network address)" if "host bits set" in str(exc) \
+                else "not an IP address or CIDR"
+            raise ValueError(f"{reason}: {part!r}") from None
     return tuple(found)
 
 

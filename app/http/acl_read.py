@@ -39,6 +39,8 @@ from app.runtime import current_runtime
 Visible = Callable[[Entry], bool]
 SWARM_KEY: Key = ("swarm", "cluster")
 _TYPES = {kind: kind.value for kind in ResourceKind}
+_KINDS = {kind.value: kind for kind in (ResourceKind.CONFIG, ResourceKind.SECRET, ResourceKind.NETWORK,
+                                        ResourceKind.VOLUME)}
 
 
 class ReadFilter:
@@ -158,20 +160,29 @@ def change_filter() -> Callable[[Change], bool] | None:
 
 
 def require_change(change: Change) -> None:
+    """403 ACL001 unless the caller may read the record's object. The refusal names the entry as the caller
+    asked for it (``history:<seq>``), never the hidden object's kind or id: sequence numbers are dense, so
+    the entry's existence tells nothing, while its kind and id would."""
     check = change_filter()
     if check is not None and not check(change):
-        raise denied(f"{_TYPES[change.kind]}:{change.id}")
+        raise denied(f"history:{change.seq}")
 
 
 # ---------------------------------------------------------------------------------------------- findings
 def finding_keys(cache: Cache, finding: Finding) -> list[Key]:
     """Reference §4.7: ``service:<targetName>`` (and, through the evaluator, the service's stack),
-    ``node:<targetName>``, else ``swarm:cluster``."""
+    ``node:<targetName>``, else ``swarm:cluster``, except that a finding naming another object (an unused
+    config, secret, network or volume) is judged by that object's keys: ``swarm:cluster`` alone must not
+    reveal its name."""
     if finding.resource_type == "service":
         service = cache.get(ResourceKind.SERVICE, finding.resource_id)
         return keys_of(service, cache) if service is not None else [("service", finding.resource_name)]
     if finding.resource_type == "node":
         return [("node", finding.resource_name)]
+    kind = _KINDS.get(finding.resource_type)
+    if kind is not None:    # an unused config, secret, network or volume: named, so judged as that object
+        entry = cache.get(kind, finding.resource_id)
+        return keys_of(entry, cache) if entry is not None else [(finding.resource_type, finding.resource_name)]
     return [SWARM_KEY]
 
 
@@ -180,4 +191,16 @@ def finding_filter() -> Callable[[Finding], bool] | None:
     if access.unrestricted:
         return None
     cache = current_runtime().cache
-    return lambda finding: access.allows_any("read", finding_keys(cache, finding))
+    return lambda finding: finding_readable(access, cache, finding)
+
+
+def finding_readable(access: Access, cache: Cache, finding: Finding) -> bool:
+    """Readable through its keys, and every service its message names readable too (a node finding that
+    lists the services pinned to the node must not name one the caller may not read)."""
+    if not access.allows_any("read", finding_keys(cache, finding)):
+        return False
+    for service_id in finding.mentions:
+        service = cache.get(ResourceKind.SERVICE, service_id)
+        if service is not None and not access.can_read(service, cache):
+            return False
+    return True

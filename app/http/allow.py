@@ -56,9 +56,15 @@ def allowed_methods(rule: str, routed: set[str]) -> tuple[list[str], tuple[str, 
 
 
 def add_allow(response: Response) -> None:
-    """The after_request part: only GET/HEAD answers of routed URLs, and only when no view set Allow."""
+    """The after_request part: GET/HEAD answers of routed URLs when no view set Allow, and every successful
+    OPTIONS answer, whose Allow (Flask's: every routed method) is replaced by the caller's (app.http.options)."""
     rule = request.url_rule
-    if request.method not in ("GET", "HEAD") or rule is None or "Allow" in response.headers:
+    if rule is None:
+        return
+    if request.method == "OPTIONS":
+        if response.status_code >= 300:
+            return
+    elif request.method not in ("GET", "HEAD") or "Allow" in response.headers:
         return
     methods, patch_types = allowed_methods(rule.rule, set(rule.methods or ()))
     response.headers["Allow"] = ", ".join(methods)

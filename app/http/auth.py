@@ -58,7 +58,7 @@ def current_identity() -> Identity:
 
 
 def _authenticate() -> None:
-    if request.path.startswith(BYPASS_PREFIXES) or request.method == "OPTIONS":
+    if request.path.startswith(BYPASS_PREFIXES):   # OPTIONS too: it tells what the caller may do
         return
     authenticate_now()
 

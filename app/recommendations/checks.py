@@ -219,7 +219,8 @@ def node_findings(cache: Cache, entry: Entry, context: Context) -> list[Finding]
             found.append(Finding("node-unavailable-pinned", "critical" if pinned_names else "warning", "node",
                                  entry.id, entry.name, f"Node is {why} while " + "; ".join(parts) + ".",
                                  "Bring the node back (availability active) or move the constraints to "
-                                 "other nodes.", f"PUT /nodes/{entry.id}/availability"))
+                                 "other nodes.", f"PUT /nodes/{entry.id}/availability",
+                                 mentions=tuple(pinned)))
     if role == "manager" and availability == "active" and desired_running:
         found.append(Finding("manager-has-workloads", "warning", "node", entry.id, entry.name,
                              # No task count in the message: it would change (an SSE update) with every task.

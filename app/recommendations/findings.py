@@ -31,6 +31,7 @@ class Finding:
     fix: str
     fix_action: str | None = None
     resource: str | None = None           # limit checks: cpu, memory or cpu+memory
+    mentions: tuple[str, ...] = ()        # ids of services the message names (ACL: each must be readable)
     first_seen: float = 0.0               # set by the store
     seq: int = 0                          # set by the store
 

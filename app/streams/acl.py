@@ -16,7 +16,7 @@ from __future__ import annotations
 from app.acl import redact
 from app.acl.evaluator import Access, Key, keys_of
 from app.cache.store import Cache
-from app.http.acl_read import finding_keys
+from app.http.acl_read import finding_readable
 from app.recommendations.findings import Finding
 from app.resources import STACK_LABEL, ResourceKind
 from app.streams.events import Built, Variant
@@ -68,4 +68,4 @@ def hidden_references(access: Access, cache: Cache, item: Built) -> Variant | No
 
 def may_read_finding(access: Access | None, cache: Cache, finding: Finding) -> bool:
     """A finding's keys (reference §4.7) are those the ``/recommendations`` read uses."""
-    return access is None or access.unrestricted or access.allows_any("read", finding_keys(cache, finding))
+    return access is None or access.unrestricted or finding_readable(access, cache, finding)

@@ -10,8 +10,9 @@
 - A client opened with a restricted :class:`~app.acl.evaluator.Access` gets only the events it may read
   (``app.streams.acl``), at fan-out and at replay; clients with the same scopes and the same grants still
   share one frame. Unrestricted clients (no policy, mode ``none``) skip the check entirely. When the policy
-  is swapped (hot reload), the next flush redoes every client's access from its identity, so an open
-  stream follows the new grants (one identity comparison per flush otherwise).
+  is swapped (hot reload), every client's access is redone from its identity at once (the policy source
+  calls :meth:`Hub.policy_swapped`; each flush checks too), and a client whose grants changed gets ``sync``,
+  so a revoked reader refetches its narrower view and a restored one the changes it missed.
 - Nothing here writes to a socket: the connection greenlets do (``app.streams.response``).
 """
 
@@ -58,6 +59,7 @@ class HubStats:
     frames: int = 0
     events_built: int = 0
     overflows: int = 0
+    access_resyncs: int = 0      # sync frames sent because a policy reload changed a client's grants
     last_flush_ms: float = 0.0
 
 
@@ -87,16 +89,30 @@ class Hub:
     def follows_policy(self) -> bool:
         return self._policy_of is not None
 
+    def policy_swapped(self) -> None:
+        """The policy source's listener (``PolicySource.subscribe``): follow a reload at once, not at the
+        next change."""
+        self._refresh_access()
+
     def _refresh_access(self) -> None:
+        """Redo every client's access from its identity when the policy changed; a client whose grants
+        changed gets ``sync`` (revoked: its view must shrink; restored: the changes it was not shown since
+        are refetched). Grants that stay equal send nothing."""
         if self._policy_of is None:
             return
         policy = self._policy_of()
         if policy is self._policy:
             return
         self._policy = policy
-        for client in self._clients:
-            if client.identity is not None:
-                client.set_access(access_for(client.identity, policy, auth_enabled=True))
+        seq = self.cache.history.last_seq
+        for client in list(self._clients):
+            if client.identity is None:
+                continue
+            before = client.grants
+            client.set_access(access_for(client.identity, policy, auth_enabled=True))
+            if client.grants != before:
+                client.offer(sync_frame(seq), seq)
+                self.stats.access_resyncs += 1
 
     @property
     def open_streams(self) -> int:
@@ -194,6 +210,8 @@ class Hub:
                 continue
             shared: bytes | None = None
             for client in clients:
+                if client.grants != grants:   # a reload changed it while this flush yielded: it got sync
+                    continue
                 mine = wanted if wanted[0].change.seq > client.after_seq \
                     else [b for b in wanted if b.change.seq > client.after_seq]
                 if not mine:

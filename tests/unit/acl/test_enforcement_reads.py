@@ -227,7 +227,10 @@ def test_a_removed_objects_history_is_judged_by_its_recorded_name_and_stack(acl_
 def test_history_entry_of_an_unreadable_object_is_403(client: FlaskClient, acl_harness: Harness) -> None:
     items = body(client, "root", "/history?limit=200")["items"]
     hidden = next(item for item in items if item["resourceId"] == o.SVC_WEB)
-    assert_denied(get(client, "bob", f"/history/{hidden['id']}"), f"service:{o.SVC_WEB}")
+    refused = get(client, "bob", f"/history/{hidden['id']}")
+    assert_denied(refused, f"history:{hidden['id']}")   # the entry as asked for, never the hidden object
+    text = refused.get_data(as_text=True)
+    assert o.SVC_WEB not in text and "service" not in text and hidden["name"] not in text
     body(client, "alice", f"/history/{hidden['id']}")
 
 

@@ -147,12 +147,66 @@ def test_open_streams_follow_a_reloaded_policy(synced_cache: Cache) -> None:
                                           "permissions": ["read"]}]})
     touch(synced_cache)
     hub.flush()
-    assert drain(alice) == []                      # her grant is gone
+    assert names(drain(alice)) == ["sync"]         # her grant is gone: told to refetch, then nothing
     assert seen(drain(bob)) == {("config", "update", CFG_SHOP), ("config", "update", CFG_OTHER)}
     policy[0] = None                               # no policy: everything
     touch(synced_cache, 80)
     hub.flush()
     assert alice.access is None and ("service", "update", SVC_MONITOR) in seen(drain(alice))
+
+
+def names(events: list[Any]) -> list[str]:
+    return [name for _, name, _ in events]
+
+
+def test_a_reload_resyncs_at_once_the_streams_whose_grants_changed(synced_cache: Cache) -> None:
+    """Revocation and restoration each send ``sync`` when the policy swaps, with no change pending (the
+    stream would otherwise stay silent, and the changes made while revoked would never reach it); a reader
+    whose grants stay the same gets nothing."""
+    policy: list[Any] = [POLICY]
+    hub = Hub(synced_cache, batch_interval=60.0)
+    hub.follow_policy(lambda: policy[0])
+    alice = hub.open(frozenset({ALL}), access=access("alice"), identity=Identity("alice", "alice", "headers"))
+    bob = hub.open(frozenset({ALL}), access=access("bob"), identity=Identity("bob", "bob", "headers"))
+    revoked = parse_policy({"grants": [{"resources": ["service:monitor"], "audience": ["user:bob"],
+                                        "permissions": ["read"]}]})
+    policy[0] = revoked
+    hub.policy_swapped()
+    resync = drain(alice)
+    assert names(resync) == ["sync"] and resync[0][0] == synced_cache.history.last_seq
+    assert drain(bob) == []                        # same grants: nothing to refetch
+    assert alice.access is not None and alice.access.grants == ()
+    touch(synced_cache)                            # changes while revoked: none reach her
+    hub.flush()
+    assert drain(alice) == [] and ("service", "update", SVC_MONITOR) in seen(drain(bob))
+    policy[0] = POLICY                             # restored: sync (her client refetches what it missed)
+    hub.policy_swapped()
+    assert names(drain(alice)) == ["sync"] and drain(bob) == []
+    hub.policy_swapped()                           # the same policy again: nothing
+    assert drain(alice) == [] and hub.stats.access_resyncs == 2
+    touch(synced_cache, 90)
+    hub.flush()
+    assert ("config", "update", CFG_SHOP) in seen(drain(alice))
+
+
+def test_a_flush_skips_a_client_whose_grants_changed_while_it_yielded(synced_cache: Cache) -> None:
+    """A frame built for the old grants is not offered after the reload's ``sync``."""
+    policy: list[Any] = [POLICY]
+    hub = Hub(synced_cache, batch_interval=60.0)
+    hub.follow_policy(lambda: policy[0])
+    alice = hub.open(frozenset({ALL}), access=access("alice"), identity=Identity("alice", "alice", "headers"))
+    touch(synced_cache)
+    original = hub._readable
+
+    def swap_then_filter(*args: Any) -> Any:   # the reload lands while the flush filters (it may yield there)
+        policy[0] = parse_policy({"grants": [{"resources": ["service:monitor"], "audience": ["user:bob"],
+                                              "permissions": ["read"]}]})
+        hub.policy_swapped()
+        return original(*args)
+
+    hub._readable = swap_then_filter  # type: ignore[method-assign]
+    hub.flush()
+    assert names(drain(alice)) == ["sync"]
 
 
 def test_unrestricted_access_is_no_access_at_all(hub: Hub) -> None:
