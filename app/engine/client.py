@@ -61,6 +61,12 @@ class EngineClient(Protocol):
     def close(self) -> None: ...
 
 
+class Pinger(Protocol):
+    """The watcher's liveness probe: an engine client that can say, within ``timeout``, that it answers."""
+
+    def ping(self, timeout: float) -> None: ...
+
+
 class TaskLister(Protocol):
     """What the task poller needs: task listings prepared off the hub, and the services' task counts."""
 
@@ -162,6 +168,14 @@ class DockerEngine:
         except docker.errors.NotFound:
             return None
         return result
+
+    def ping(self, timeout: float) -> None:
+        """``GET /_ping`` (a few bytes, no engine lock) within ``timeout`` seconds, connect and read; a frozen
+        engine accepts connections but never answers: EngineUnavailable."""
+        api = self._api
+        with _engine_errors():
+            response = api._get(api._url("/_ping"), timeout=timeout)  # type: ignore[attr-defined]
+            api._raise_for_status(response)  # type: ignore[attr-defined]
 
     def events(self, since: float | None = None) -> EventStream:
         """The event stream: connect timeout only (the SDK opens it with no read timeout; see module doc)."""

@@ -16,6 +16,12 @@ restarts after a backoff, so nothing kills the watcher; all stopped by ``stop``)
   no task events.
 - ``_resync``: a periodic full sync as a safety net; changes it finds that no event explained mean the
   stream went silent, so the stream is reopened.
+- ``_probe``: the liveness probe. The event stream has no read timeout (an idle engine is silent), so a
+  frozen engine (accepting connections, answering nothing) was only noticed when some other call timed
+  out, 10.6 s later. Every ``probe_interval`` an engine ``ping`` with ``probe_timeout``: a failure marks the
+  cache disconnected (stale: readiness 503, ``Cache-Freshness: stale``) without touching the stream, and the
+  next success while the stream is still read marks it connected again. No resync is needed: the stream
+  never broke, so no event was lost (a real break goes through ``_follow`` as before).
 
 Every engine answer is stored with the cache token taken before the call (``Cache.write_token``): the cache
 refuses answers older than what it holds, so late or reordered answers never move it backwards. Full syncs
@@ -39,7 +45,7 @@ import requests
 from app import heap
 from app.cache.history import Action, Change
 from app.cache.store import Cache, InspectOutcome
-from app.engine.client import EngineClient, EngineUnavailable, EventStream
+from app.engine.client import EngineClient, EngineUnavailable, EventStream, Pinger
 from app.engine.events import interpret
 from app.engine.task_poll import TaskPoller, TaskPollSettings
 from app.resources import ENGINE_KINDS, ResourceKind
@@ -68,6 +74,8 @@ class WatcherSettings:
     inspect_attempts: int = 5       # tries of one inspect before it is left to the next resync
     silence_grace: float = 2.0      # wait for late events before a resync's unannounced changes mean silence
     freeze_heap: bool = True        # gc.freeze() after bulk writes (app/heap.py): no full-collection stalls
+    probe_interval: float = 1.0     # engine liveness probe: a ping this often...
+    probe_timeout: float = 1.0      # ...answered within this, else the cache is stale (frozen engine: ~2 s)
 
 
 @dataclass(slots=True)
@@ -83,6 +91,7 @@ class WatcherStats:
     inspects_abandoned: int = 0
     stale_answers: int = 0                # engine answers the cache refused as older than what it holds
     loop_restarts: int = 0
+    probe_failures: int = 0               # pings not answered in time (each one marks the cache stale)
 
 
 class Watcher:
@@ -120,7 +129,7 @@ class Watcher:
     def start(self) -> None:
         loops: tuple[tuple[str, Callable[[], None]], ...] = (
             ("follow", self._follow), ("process", self._process), ("flush", self._flush),
-            ("tasks", self.task_poller.run), ("resync", self._resync))
+            ("tasks", self.task_poller.run), ("resync", self._resync), ("probe", self._probe))
         self._greenlets = [gevent.spawn(self._supervise, name, loop) for name, loop in loops]
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -345,6 +354,31 @@ class Watcher:
             log.warning("inspect failed", exc_info=exc,
                         extra={"kind": kind.value, "id": object_id, "retry_in_s": delay})
         self._timers.add(gevent.spawn_later(delay, self._queue, {key}))
+
+    # ------------------------------------------------------------------ liveness probe
+    def _probe(self) -> None:
+        interval, timeout = self._settings.probe_interval, self._settings.probe_timeout
+        while not self._stopping.wait(interval):
+            client = self._client
+            if client is None or not hasattr(client, "ping") or not self._reading:
+                continue          # not connected yet (or a fake without ping): _follow owns the state
+            pinger: Pinger = client  # type: ignore[assignment]
+            try:
+                pinger.ping(timeout)
+            except Exception as exc:
+                if self._stopping.is_set():
+                    return
+                self.stats.probe_failures += 1
+                if self._cache.freshness.connected:
+                    log.warning("engine did not answer its liveness probe; serving cached state as stale",
+                                extra={"error": str(exc), "timeout_s": timeout})
+                self._cache.set_stream_connected(False)
+                continue
+            if self._reading and not self._cache.freshness.connected:
+                log.info("engine answers its liveness probe again; state is live")
+                self._cache.set_stream_connected(True)
+            else:
+                self._cache.mark_contact()
 
     # ------------------------------------------------------------------ tasks and the safety net
     def _resync(self) -> None:
