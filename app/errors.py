@@ -69,6 +69,19 @@ REGISTRY: dict[str, ErrorDef] = _defs(
      "The write adds, changes or removes a com.docker.stack.* label of an existing object: stack membership "
      "belongs to docker stack deploy, and stack grants of the ACL rest on it.",
      "Keep the com.docker.stack.* labels as they are (send them back unchanged in a PUT), or redeploy the stack."),
+    ("API018", 400, "Write exceeds a bound",
+     "The write asks for more than one write may ask here (replicas, labels, environment entries, patch "
+     "operations or string length); the problem names the field, the limit and the requested value.",
+     "Ask for at most the limit, or have the operator raise the setting the problem names."),
+    ("API019", 400, "Invalid Idempotency-Key",
+     "The Idempotency-Key header is not a string of 1 to 255 visible ASCII characters.",
+     "Send e.g. Idempotency-Key: \"8e03978e-40d5-43e8-bc93-6894a57f9324\"."),
+    ("API020", 422, "Idempotency-Key reused",
+     "This Idempotency-Key was used for a different request (another method, URL, body or caller).",
+     "Use a fresh key for a new request; resend the original request unchanged to get its answer."),
+    ("API021", 409, "Idempotent request in progress",
+     "A request with this Idempotency-Key is still being processed.",
+     "Retry after the number of seconds in Retry-After; the first request's answer is then replayed."),
     # AUT: authentication
     ("AUT001", 401, "Authentication required",
      "The request carries no valid credentials (session, bearer token or peer identity).",
@@ -160,6 +173,11 @@ REGISTRY: dict[str, ErrorDef] = _defs(
      "Check the values sent."),
     ("ENG004", 500, "Engine error", "The container engine failed in an unexpected way.",
      "Retry; report it with the Request-Id if it persists."),
+    ("ENG005", 504, "Write outcome unknown",
+     "The engine did not answer the write in time (or the connection dropped after the request was sent): "
+     "the write may have been applied, or may still be.",
+     "GET the object (or /history for it) to see whether the change happened; or retry with the same "
+     "Idempotency-Key, which cannot apply it twice."),
     # SWM: cluster operations
     ("SWM001", 501, "Swarm API unavailable",
      "The container engine is not a swarm manager, so the swarm API is not available.",
@@ -295,25 +313,6 @@ REGISTRY: dict[str, ErrorDef] = _defs(
      "Send {\"name\": \"...\", \"data\": \"<base64>\"}."),
     ("SEC005", 409, "Secret version conflict", "The secret was changed by another client since it was read.",
      "Re-read the secret and retry."),
-    # WRT: write safety (bounds, unknown outcomes, Idempotency-Key)
-    ("WRT001", 400, "Write exceeds a bound",
-     "The write asks for more than this service lets one write ask (replicas, labels, environment entries, "
-     "patch operations or string length); the problem names the field, the limit and the requested value.",
-     "Ask for at most the limit, or have the operator raise the setting the problem names."),
-    ("WRT002", 504, "Write outcome unknown",
-     "The engine did not answer the write in time (or the connection dropped after the request was sent): "
-     "the write may have been applied, or may still be.",
-     "GET the object (or /history for it) to see whether the change happened; or retry with the same "
-     "Idempotency-Key, which cannot apply it twice."),
-    ("WRT003", 400, "Invalid Idempotency-Key",
-     "The Idempotency-Key header is not a string of 1 to 255 visible ASCII characters.",
-     "Send e.g. Idempotency-Key: \"8e03978e-40d5-43e8-bc93-6894a57f9324\"."),
-    ("WRT004", 422, "Idempotency-Key reused",
-     "This Idempotency-Key was used for a different request (another method, URL, body or caller).",
-     "Use a fresh key for a new request; resend the original request unchanged to get its answer."),
-    ("WRT005", 409, "Idempotent request in progress",
-     "A request with this Idempotency-Key is still being processed.",
-     "Retry after the number of seconds in Retry-After; the first request's answer is then replayed."),
 )
 
 

@@ -11,6 +11,7 @@ from flask import Flask
 from flask_smorest import Api
 
 from app.auth.oidc_routes import document_login_redirects
+from app.blueprints.docs import IDEMPOTENCY_KEY, IDEMPOTENT_MARKER
 from app.http.auth import BYPASS_PREFIXES
 from app.http.feed_docs import document_feeds
 from app.http.negotiation import JSON, JSON_V1
@@ -66,6 +67,8 @@ def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
                 other.setdefault("responses", {}).setdefault("401", copy.deepcopy(_UNAUTHENTICATED))
             if method not in ("get", "parameters") and isinstance(other, dict):
                 other.setdefault("responses", {})["default"] = _DEFAULT_PROBLEM
+                if other.pop(IDEMPOTENT_MARKER, False):   # every write of the operation table
+                    other.setdefault("parameters", []).append(copy.deepcopy(IDEMPOTENCY_KEY))
         operation = operations.get("get")
         if operation is None:
             continue

@@ -56,6 +56,20 @@ def feed_documented(blp: Blueprint, *, cursor: bool = True) -> Callable[[F], F]:
     return decorator
 
 
+IDEMPOTENT_MARKER = "x-shoal-idempotent"
+IDEMPOTENCY_KEY = {
+    "in": "header", "name": "Idempotency-Key", "required": False, "schema": {"type": "string", "maxLength": 257},
+    "description": "draft-ietf-httpapi-idempotency-key-header: an sf-string of 1 to 255 visible ASCII characters. "
+                   "The first answer is kept (writes.idempotency_ttl) and replayed to a retry of the same request "
+                   "with Idempotent-Replayed: true; another request with the key is 422 API020, a retry while the "
+                   "first runs 409 API021.",
+}
+
+REPLAYED_HEADER = {"Idempotent-Replayed": {"schema": {"type": "string", "enum": ["true"]},
+                                           "description": "This is the kept answer of an earlier request with "
+                                                          "the same Idempotency-Key, replayed."}}
+
+
 def write_documented(blp: Blueprint, name: str, *, body: dict[str, Any] | None = None,
                      returns: Any = None, success: int = 200, description: str = "") -> Callable[[F], F]:
     """Document a write operation from its row in the operation table: its tier, the request body (a JSON
@@ -75,7 +89,15 @@ def write_documented(blp: Blueprint, name: str, *, body: dict[str, Any] | None =
         415: "PATCH with a Content-Type not listed in Accept-Patch (API004).",
         503: "Engine unavailable (ENG001).",
     }
-    statuses = [400, 403, 404, 409, 412, 413, 503] + ([415] if op.patch_types else [])
+    codes[400] += " A value past a configured bound (API018: field, limit, requested, setting); a bad " \
+                  "Idempotency-Key (API019)."
+    codes[409] += " A request with the same Idempotency-Key still running (API021, Retry-After)."
+    codes[422] = "The Idempotency-Key was used for a different request (API020)."
+    codes[503] += " The engine never got the request: nothing applied."
+    codes[504] = ("ENG005: the engine took the write but did not answer in time (writes.timeout): it may have been "
+                  "applied; the problem's check lists where to look. A retry with the same Idempotency-Key "
+                  "cannot apply it twice.")
+    statuses = [400, 403, 404, 409, 412, 413, 422, 503, 504] + ([415] if op.patch_types else [])
     docs: dict[str, Any] = {"description": f"{description}\n\n{tier}; Prefer: return=minimal answers "
                                            f"{'201' if op.create else '204'} without a body.".strip()}
     if body is not None or op.patch_types:
@@ -86,14 +108,16 @@ def write_documented(blp: Blueprint, name: str, *, body: dict[str, Any] | None =
             content[media] = {"schema": {"type": "array", "items": {"type": "object"}}
                               if media.endswith("json-patch+json") else (body or {"type": "object"})}
         docs["requestBody"] = {"required": op.method != "DELETE", "content": content}
+    docs[IDEMPOTENT_MARKER] = True   # app.openapi adds the Idempotency-Key parameter (views add their own)
 
     def decorate(view: F) -> F:
         if returns is not None:
             view = blp.response(success, returns, description=f"{op.name}: the state after the write, "
-                                                              "read back from the engine.")(view)
+                                                              "read back from the engine.",
+                                headers=REPLAYED_HEADER)(view)
             view = blp.alt_response(204, description="Prefer: return=minimal (Preference-Applied).")(view)
         else:
-            view = blp.response(204, description=f"{op.name} done.")(view)
+            view = blp.response(204, description=f"{op.name} done.", headers=REPLAYED_HEADER)(view)
         view = errors(blp, *statuses, codes=codes)(view)
         decorated: F = blp.doc(**docs)(view)
         return decorated

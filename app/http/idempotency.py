@@ -3,13 +3,13 @@
 Called by ``app.http.writes.begin`` after the level and ACL checks, before the view reads anything:
 
 - The key is an RFC 8941 string (``"..."``; a bare token is accepted too) of 1 to 255 visible ASCII
-  characters, else 400 ``WRT003``. Keys are scoped per caller identity.
+  characters, else 400 ``API019``. Keys are scoped per caller identity.
 - The request's fingerprint is SHA-256 over (identity, method, path with query, body bytes).
 - Unknown key: the request runs; its answer is committed to the store (durably, before it goes out) and
   replayed to any later request with the same key and fingerprint, marked ``Idempotent-Replayed: true``.
-- Same key, other fingerprint: 422 ``WRT004``. Same key while the first is still running: 409 ``WRT005``
+- Same key, other fingerprint: 422 ``API020``. Same key while the first is still running: 409 ``API021``
   with ``Retry-After``.
-- A first request whose outcome is unknown (504 ``WRT002``, or a worker that died during the engine call)
+- A first request whose outcome is unknown (504 ``ENG005``, or a worker that died during the engine call)
   is not replayed: the retry runs again, but against the object version the first was computed from
   (``pin``), so the engine refuses whichever of the two comes second (out of sequence) and the change
   cannot happen twice.
@@ -56,15 +56,15 @@ class Claim:
 def parse_key(value: str) -> str:
     """The key of the header's value (an sf-string, or lenient: the bare value).
 
-    :raises ProblemError: ``WRT003``.
+    :raises ProblemError: ``API019``.
     """
     text = value.strip()
     if text.startswith('"'):
         if len(text) < 2 or not text.endswith('"'):
-            raise ProblemError("WRT003", detail="Idempotency-Key: an unterminated quoted string.")
+            raise ProblemError("API019", detail="Idempotency-Key: an unterminated quoted string.")
         text = text[1:-1].replace('\\"', '"').replace("\\\\", "\\")
     if not 1 <= len(text) <= MAX_KEY or any(not 0x20 <= ord(ch) < 0x7F for ch in text):
-        raise ProblemError("WRT003", detail=f"Idempotency-Key must be 1 to {MAX_KEY} visible ASCII characters "
+        raise ProblemError("API019", detail=f"Idempotency-Key must be 1 to {MAX_KEY} visible ASCII characters "
                                             f"(got {len(text)} characters).")
     return text
 
@@ -114,7 +114,7 @@ def _body() -> bytes | None:
 
 
 def claim(identity: str) -> None:
-    """Start a keyed write, or end it here: replay (the stored answer), 422 ``WRT004`` or 409 ``WRT005``.
+    """Start a keyed write, or end it here: replay (the stored answer), 422 ``API020`` or 409 ``API021``.
     Without the header this does nothing."""
     value = request.headers.get(HEADER)
     if value is None:
@@ -128,12 +128,12 @@ def claim(identity: str) -> None:
     marks = _in_flight()
     started = marks.get((identity, key))
     if started is not None and time.monotonic() - started < STALE_IN_FLIGHT:
-        raise ProblemError("WRT005", headers={"Retry-After": "1"},
+        raise ProblemError("API021", headers={"Retry-After": "1"},
                            detail=f"A request with Idempotency-Key {key!r} is still being processed.")
     store = keys()
     stored = store.get(identity, key)
     if stored is not None and stored.fingerprint != print_:
-        raise ProblemError("WRT004", detail=f"Idempotency-Key {key!r} was used for a different request "
+        raise ProblemError("API020", detail=f"Idempotency-Key {key!r} was used for a different request "
                                             "(method, URL, body or caller); nothing was written.")
     if stored is not None and stored.state == "done":
         abort(replay(stored))

@@ -225,7 +225,7 @@ def patch_body(op: Operation) -> tuple[str, Any]:
                            detail=f"Content-Type {media or '(none)'} is not accepted here; "
                                   f"use {' or '.join(op.patch_types)}.")
     patch = _decode(_raw_body(), "API008")
-    check_patch(patch, write_bounds())   # WRT001: at most writes.max_patch_operations
+    check_patch(patch, write_bounds())   # API018: at most writes.max_patch_operations
     return media, patch
 
 
@@ -248,7 +248,7 @@ def engine_write(op: Operation, kind: ResourceKind | None, object_id: str | None
                  *, version: int | None = None) -> T:
     """Run one engine write: announced to the audit log (and, with an Idempotency-Key, recorded as started
     with the ``version`` it is based on), failures mapped to the operation's codes. An unknown outcome
-    (the engine took the request but did not answer) is 504 ``WRT002``, and the audit stays pending for
+    (the engine took the request but did not answer) is 504 ``ENG005``, and the audit stays pending for
     ``writes.pending_audit`` seconds, so the change is attributed when the watcher sees it."""
     runtime = current_runtime()
     withdraw = None
@@ -281,14 +281,14 @@ def audit_stamp() -> dict[str, Any]:
 
 def outcome_unknown(op: Operation, kind: ResourceKind | None, object_id: str | None,
                     failure: WriteFailure) -> ProblemError:
-    """504 ``WRT002``: the write may have been applied (or may still be); the body says how to find out."""
+    """504 ``ENG005``: the write may have been applied (or may still be); the body says how to find out."""
     base = respond.base_path()
     check: list[str] = []
     if kind is not None and object_id is not None:
         check = [f"{base}{kind.spec.path}/{object_id}", f"{base}/history?type={kind.value}&resourceId={object_id}"]
     retry = ("Retry with the same Idempotency-Key: it cannot apply the change twice." if g.get("idempotency")
              else "Retrying without an Idempotency-Key may apply it twice.")
-    return ProblemError("WRT002", detail=f"{op.name}: {failure.message}. The write may have been applied, or may "
+    return ProblemError("ENG005", detail=f"{op.name}: {failure.message}. The write may have been applied, or may "
                                          f"still be; check {' or '.join(check) or 'the object'} (its history entry "
                                          f"carries this requestId in audit). {retry}",
                         extra={"outcome": "unknown", "check": check})
@@ -442,7 +442,7 @@ def update_versioned(op: Operation, entry: Entry, mutate: Mutate, *, rollback: b
     new_spec = spec if changed is None else changed
     if kind not in (ResourceKind.SERVICE, ResourceKind.NODE, ResourceKind.CONFIG, ResourceKind.SECRET):
         raise ValueError(f"{kind.value} objects have no versioned spec")
-    check_spec(before, new_spec, write_bounds())   # WRT001 before anything reaches the engine
+    check_spec(before, new_spec, write_bounds())   # API018 before anything reaches the engine
     pinned = idempotency.pinned_version(kind.value, entry.id)   # a retry of an unknown outcome: same base
     version = pinned or int(((entry.raw.get("Version") or {}).get("Index")) or 0)
     labels.refuse_reserved_changes(before, new_spec)   # API017: stack membership is not a label edit

@@ -148,7 +148,7 @@ class SqliteKeys:
 
     def put(self, record: KeyRecord) -> None:
         self._puts += 1
-        full_pass = self._puts % PRUNE_EVERY == 1
+        full_pass = (self._puts - 1) % PRUNE_EVERY == 0
         cutoff = self._clock() - self._ttl
 
         def write(db: sqlite3.Connection) -> None:

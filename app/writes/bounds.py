@@ -3,7 +3,7 @@
 Why: a scale to a billion replicas was accepted, and the engine built tasks until it ran out of memory and
 never recovered. Every spec a write sends is checked here first (:func:`check_spec`, called by
 ``app.http.writes.update_versioned`` for services, nodes, configs and secrets), and every patch body before
-it is applied (:func:`check_patch`). A value past its bound is refused with ``WRT001``, whose body names the
+it is applied (:func:`check_patch`). A value past its bound is refused with ``API018``, whose body names the
 ``field``, the ``limit``, the ``requested`` value and the ``setting`` that raises the limit.
 
 Only growth is refused: a value that is already past a bound (an object made outside Shoal, or before the
@@ -44,9 +44,9 @@ _SETTINGS = {"max_replicas": "writes.max_replicas", "max_labels": "writes.max_la
 
 
 def exceeded(field: str, bound: str, limit: int, requested: int, what: str) -> ProblemError:
-    """The ``WRT001`` problem: it says the bound, so a client can correct itself without guessing."""
+    """The ``API018`` problem: it says the bound, so a client can correct itself without guessing."""
     setting = _SETTINGS[bound]
-    return ProblemError("WRT001", detail=f"{field}: {what} {requested} exceeds the limit of {limit} "
+    return ProblemError("API018", detail=f"{field}: {what} {requested} exceeds the limit of {limit} "
                                          f"({setting}); nothing was written.",
                         extra={"field": field, "limit": limit, "requested": requested, "setting": setting})
 
@@ -74,7 +74,7 @@ def _grows(before: int, after: int, limit: int) -> bool:
 def check_spec(before: dict[str, Any], after: dict[str, Any], bounds: WriteBounds) -> None:
     """Refuse a new spec (any versioned kind) that grows a value past its bound.
 
-    :raises ProblemError: ``WRT001`` naming the first bound exceeded.
+    :raises ProblemError: ``API018`` naming the first bound exceeded.
     """
     counted = (
         (("Mode", "Replicated", "Replicas"), "replicas", "max_replicas", _number, "replicas"),
@@ -127,7 +127,7 @@ def check_patch(patch: Any, bounds: WriteBounds) -> None:
     """A JSON Patch may hold at most ``max_patch_operations`` operations; a merge patch as many members
     (all levels counted), so one request cannot ask for unbounded work.
 
-    :raises ProblemError: ``WRT001`` (field ``patch``).
+    :raises ProblemError: ``API018`` (field ``patch``).
     """
     limit = bounds.max_patch_operations
     if isinstance(patch, list):

@@ -66,7 +66,8 @@ CATALOGUE: dict[str, int] = {
 OWN_ADDITIONS: dict[str, int] = {"API012": 400, "API013": 503, "API014": 413, "FLT004": 400, "FLT005": 400,
                                  "FLT006": 400, "SSE002": 400, "SWM012": 409, "TSK003": 409, "VOL003": 400,
                                  "NET003": 409, "NET004": 400,
-                                 "API015": 400, "API016": 400, "API017": 400}
+                                 "API015": 400, "API016": 400, "API017": 400,
+                                 "API018": 400, "API019": 400, "API020": 422, "API021": 409, "ENG005": 504}
 
 # interface.md "Errors": the domain prefixes; reference.md §5 lists them in this order.
 PREFIXES = ("API", "AUT", "ACL", "OPS", "FLT", "SEA", "MTR", "LOG", "SSE", "ENG", "SWM", "PLG", "NOD", "SVC",
