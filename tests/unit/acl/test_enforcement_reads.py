@@ -28,6 +28,7 @@ POLICY = {"grants": [
     {"resources": ["stack:shop"], "audience": ["user:alice"], "permissions": ["read"]},
     {"resources": ["network:shop_default", "service:shop_db"], "audience": ["user:carol"], "permissions": ["read"]},
     {"resources": ["*"], "audience": ["user:root"], "permissions": ["read"]},
+    {"resources": ["swarm:cluster"], "audience": ["user:dave"], "permissions": ["read"]},
 ]}
 # Names bob may not see anywhere (the monitor service's own engine object names none of them).
 HIDDEN_FROM_BOB = ("shop", "manager-1", "worker-2", "tls_cert", "postgres")
@@ -337,11 +338,75 @@ BOB_URLS = ["/services", "/tasks", "/nodes", "/configs", "/secrets", "/networks"
             f"/nodes/{o.NODE_WORKER}/tasks", f"/tasks/{o.TASK_MON_MANAGER}", f"/tasks/{o.TASK_MON_DOWN}",
             "/search?q=a", "/search?q=e&limit=0", "/history?limit=200", "/recommendations", "/stacks/summary",
             "/topology", "/services.atom?limit=200", "/history.feed.json?limit=200",
-            f"/services/{o.SVC_WEB}", f"/configs/{o.CFG_OTHER}", f"/secrets/{o.SEC_OTHER}", "/stacks/shop"]
+            f"/services/{o.SVC_WEB}", f"/configs/{o.CFG_OTHER}", f"/secrets/{o.SEC_OTHER}", "/stacks/shop",
+            "/cluster", "/cluster/capacity", "/recommendations.atom", "/history.atom?limit=200"]
 
 
 def test_no_hidden_name_appears_in_any_body(client: FlaskClient) -> None:
-    for url in BOB_URLS:
+    hidden_entries = [item["id"] for item in body(client, "root", "/history?limit=200")["items"]
+                      if item["resourceId"] in (o.SVC_WEB, o.CFG_OTHER, o.NODE_MANAGER)]
+    assert hidden_entries
+    for url in BOB_URLS + [f"/history/{seq}" for seq in hidden_entries[:5]]:
         text = get(client, "bob", url).get_data(as_text=True)
         leaked = [name for name in HIDDEN_FROM_BOB if name in text and name not in url]
         assert not leaked, (url, leaked)
+
+
+# ---------------------------------------------------------------------------------------------- issue: names
+def test_capacity_covers_only_the_nodes_the_caller_may_read(client: FlaskClient) -> None:
+    """Rows, totals, maxima and nodeCount over readable nodes (the /nodes rule): bob reads worker-1 only."""
+    everything = body(client, "root", "/cluster/capacity")
+    assert len(everything["nodes"]) == everything["nodeCount"] == 3
+    bob = body(client, "bob", "/cluster/capacity")
+    assert [(row["id"], row["hostname"]) for row in bob["nodes"]] == [(o.NODE_WORKER, "worker-1")]
+    row = bob["nodes"][0]
+    assert bob["nodeCount"] == 1 and bob["totalMemory"] == bob["maxNodeMemory"] == row["memory"]["total"]
+    assert bob["available"]["memory"] == row["memory"]["available"]
+    assert bob["totalMemory"] < everything["totalMemory"]
+    text = get(client, "bob", "/cluster/capacity").get_data(as_text=True)
+    assert o.NODE_MANAGER not in text and o.NODE_DOWN not in text and "manager-1" not in text
+    alice = body(client, "alice", "/cluster/capacity")   # a grant, but no node: an empty document
+    assert alice["nodes"] == [] and alice["nodeCount"] == 0 and alice["totalCPU"] == 0
+
+
+def test_cluster_overview_names_the_local_node_only_to_its_readers(client: FlaskClient,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.blueprints.cluster as cluster_views
+
+    class _System:
+        def local_node_id(self) -> str:
+            return o.NODE_MANAGER
+
+    monkeypatch.setattr(cluster_views, "system_info", lambda: _System())
+    assert body(client, "root", "/cluster")["localNodeID"] == o.NODE_MANAGER
+    assert "localNodeID" not in body(client, "bob", "/cluster")
+
+
+def test_a_finding_naming_an_object_is_judged_by_that_object(client: FlaskClient) -> None:
+    """An unused config/secret/network/volume finding: swarm:cluster alone must not reveal its name."""
+    everything = wait_until(lambda: body(client, "root", "/recommendations")["items"], 5,
+                            message="the first evaluation of the checks")
+    unused = [item for item in everything if item["resourceType"] in ("config", "secret", "network", "volume")]
+    assert unused, [item["category"] for item in everything]
+    dave = body(client, "dave", "/recommendations")["items"]
+    assert dave and all(item["resourceType"] == "cluster" for item in dave)
+    alice = body(client, "alice", "/recommendations")["items"]
+    shop_unused = [item for item in unused if item["targetName"].startswith("shop")]
+    assert all(item in alice for item in shop_unused)
+
+
+def test_a_finding_that_names_hidden_services_is_hidden(acl_harness: Harness) -> None:
+    from app.acl.evaluator import access_for
+    from app.acl.policy import parse_policy
+    from app.auth.identity import Identity
+    from app.http.acl_read import finding_readable
+    from app.recommendations.findings import Finding
+
+    cache = acl_harness.cache
+    bob = access_for(Identity("bob", "bob", "headers", groups=("ops",)), parse_policy(POLICY), auth_enabled=True)
+    pinned = Finding("node-unavailable-pinned", "critical", "node", o.NODE_WORKER, "worker-1",
+                     "Node is down while services pinned to it by constraints: shop_web_api.", "fix",
+                     mentions=(o.SVC_WEB,))
+    assert not finding_readable(bob, cache, pinned)
+    pinned.mentions = (o.SVC_MONITOR,)
+    assert finding_readable(bob, cache, pinned)

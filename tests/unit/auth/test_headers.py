@@ -174,6 +174,64 @@ def test_subject_utf8() -> None:
     assert authenticate(provider(), {"X-User": wire}).subject == "jürgen"
 
 
+def wire(text: str) -> str:
+    """How a WSGI server hands over a header's UTF-8 bytes (as Latin-1 text)."""
+    return text.encode("utf-8").decode("latin-1")
+
+
+# Each would map to another identity if trimmed or kept: NBSP, NEL, line/paragraph separators, ideographic
+# and thin spaces, zero-width space/joiner, BOM, bidi override, soft hyphen (Cf), C0/C1 controls.
+UNSAFE = ["admin\u00a0", "\u00a0admin", "admin\u0085", "admin\u2028", "admin\u2029", "admin\u3000",
+          "ad\u2009min", "ad\u200bmin", "admin\u200d", "\ufeffadmin", "\u202eadmin", "ad\u00admin",
+          "admin\x00", "admin\x1b[31m", "admin\x9b", "ad\tmin", "admin\ue000"]
+
+
+@pytest.mark.parametrize("value", UNSAFE)
+def test_subject_with_unsafe_characters_is_refused_not_trimmed(value: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    failure = refused(provider(), {"X-User": wire(value)})
+    assert "X-User" in failure.detail and "control, format or non-HTTP whitespace" in failure.detail
+    assert "admin" not in failure.detail and "admin" not in caplog.text      # never echoed, never logged
+
+
+def test_only_http_whitespace_is_trimmed() -> None:
+    assert authenticate(provider(), {"X-User": " \t admin \t "}).subject == "admin"
+    assert authenticate(provider(), {"X-User": wire("jürgen müller")}).subject == "jürgen müller"
+
+
+def test_no_normalisation_distinct_code_points_stay_distinct() -> None:
+    fullwidth = "\uff41\uff44\uff4d\uff49\uff4e"       # NFKC would make it "admin"
+    assert authenticate(provider(), {"X-User": wire(fullwidth)}).subject == fullwidth
+    decomposed = "jo\u0301se"                                  # NFC would compose it
+    assert authenticate(provider(), {"X-User": wire(decomposed)}).subject == decomposed
+    assert authenticate(provider(), {"X-User": "Admin"}).subject == "Admin"   # no case folding
+
+
+def test_subject_must_be_utf8_no_latin1_fallback() -> None:
+    """Latin-1 E9 and UTF-8 C3 A9 would otherwise both be the subject "é"."""
+    failure = refused(provider(), {"X-User": "jos\xe9"})
+    assert "not UTF-8" in failure.detail
+    assert authenticate(provider(), {"X-User": wire("josé")}).subject == "josé"
+
+
+@pytest.mark.parametrize(("header", "value"), [
+    ("X-Name", wire("Alice\u00a0")), ("X-Email", wire("alice@example.com\u200b")), ("X-Groups", wire("ops\u00a0")),
+    ("X-Groups", wire("dev, ops\u2028")), ("X-Groups", "o\tps"),
+    ("X-Acl", wire('[{"resources":["*"],"permissions":["read"]}]\u00a0')),
+    ("X-Acl", wire('[{"resources":["stack:web\u200b"],"permissions":["read"]}]')),
+    ("X-Name", "\xff\xfe"),                     # not UTF-8
+])
+def test_other_identity_headers_with_unsafe_characters_refuse_the_request(header: str, value: str) -> None:
+    """A group ``ops`` + NBSP must not become ``ops`` (nor be silently dropped): the request is refused."""
+    failure = refused(provider(), {"X-User": "alice", header: value})
+    assert header in failure.detail
+
+
+def test_grants_header_may_hold_json_whitespace() -> None:
+    value = '[\t{"resources": ["service:api"],\t"permissions": ["read"]}\t]'
+    assert len(authenticate(provider(), {"X-User": "alice", "X-Acl": value}).grants) == 1
+
+
 def test_name_email_and_defaults() -> None:
     full = authenticate(provider(), {"X-User": " alice ", "X-Name": " Alice A. ", "X-Email": "a@example.com"})
     assert (full.subject, full.display_name, full.email) == ("alice", "Alice A.", "a@example.com")
