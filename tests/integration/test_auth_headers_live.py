@@ -27,13 +27,18 @@ from tests.nginx import NginxProxy, start_nginx, stop_nginx
 
 SECRET_HEADER = "X-Proxy-Secret"
 SECRET = "proxy-" + secrets.token_hex(16)
+# "root" reads everything; the proxy also knows look-alike accounts (root + NBSP, + U+2028, + zero-width
+# space) that must never become root: Shoal refuses them (identity headers are trimmed of SP/HTAB only).
+LOOKALIKES = ("root\u00a0", "root\u2028", "ro\u200bot")
 PASSWORDS = {"alice": "alice-pw-" + secrets.token_hex(6), "bob": "bob-pw-" + secrets.token_hex(6),
-             "carol": "carol-pw-" + secrets.token_hex(6)}
+             "carol": "carol-pw-" + secrets.token_hex(6), "root": "root-pw-" + secrets.token_hex(6),
+             **{user: f"look-{index}-" + secrets.token_hex(6) for index, user in enumerate(LOOKALIKES)}}
 FORGED = "forged-mallory-" + secrets.token_hex(4)
 ACL_HEADER = "X-Shoal-Grants"
 # alice (group ops) reads the demo stack's services by policy; bob has no grant; carol reads demo_web by the
 # provider grants header nginx sends for her (and an invalid entry that is dropped).
-POLICY = {"grants": [{"resources": ["service:demo_*"], "audience": ["group:ops"], "permissions": ["read"]}]}
+POLICY = {"grants": [{"resources": ["service:demo_*"], "audience": ["group:ops"], "permissions": ["read"]},
+                     {"resources": ["*"], "audience": ["user:root"], "permissions": ["read"]}]}
 CAROL_GRANTS = [{"resources": ["service:demo_web"], "permissions": ["read"]},
                 {"resources": ["nonsense"], "permissions": ["read"]}]
 JSON_ACCEPT = {"Accept": "application/json"}
@@ -141,6 +146,39 @@ def test_bad_password_is_nginx_401(stack: Stack) -> None:
     assert answer.headers["WWW-Authenticate"] == 'Basic realm="shoal"'
     anonymous = requests.get(f"{stack.proxy.url}/services", headers=JSON_ACCEPT, timeout=10)
     assert anonymous.status_code == 401
+
+
+def test_lookalike_proxy_users_never_become_root(stack: Stack) -> None:
+    """nginx authenticates "root" + NBSP (its own, distinct account) and forwards the name's UTF-8 bytes:
+    Shoal refuses it (401 AUT001 naming the header, never the value) instead of trimming it to root."""
+    root = requests.get(f"{stack.proxy.url}/services", auth=("root", PASSWORDS["root"]), headers=JSON_ACCEPT,
+                        timeout=10)
+    alice = requests.get(f"{stack.proxy.url}/services", auth=("alice", PASSWORDS["alice"]), headers=JSON_ACCEPT,
+                         timeout=10)
+    assert names(root) >= names(alice) and names(alice)
+    for user in LOOKALIKES:
+        answer = requests.get(f"{stack.proxy.url}/services", headers=JSON_ACCEPT, timeout=10,
+                              auth=(user.encode(), PASSWORDS[user].encode()))    # UTF-8, as htpasswd holds it
+        assert_unauthenticated(answer, "X-Forwarded-User")
+        assert "control, format or non-HTTP whitespace" in answer.json()["detail"]
+        assert "root" not in answer.json()["detail"]
+        whoami = requests.get(f"{stack.proxy.url}/auth/whoami", headers=JSON_ACCEPT, timeout=10,
+                              auth=(user.encode(), PASSWORDS[user].encode()))
+        assert whoami.status_code == 401
+    log = stack.service_log()
+    assert "identity header X-Forwarded-User is not UTF-8 or holds a control" in log
+    for user in LOOKALIKES:
+        assert user not in log and user.encode().decode("latin-1") not in log
+
+
+def test_options_through_the_proxy_is_the_callers(stack: Stack) -> None:
+    """OPTIONS is authenticated (nginx's own 401 first, Shoal's when it comes direct) and lists no write
+    for a reader: the policy grants read only."""
+    reader = requests.options(f"{stack.proxy.url}/services", auth=("alice", PASSWORDS["alice"]), timeout=10)
+    assert reader.status_code == 200 and reader.headers["Allow"] == "GET, HEAD"
+    direct = requests.options(f"{stack.service}/services", timeout=10)
+    assert_unauthenticated(direct, "secret")
+    assert "Allow" not in direct.headers
 
 
 # ---------------------------------------------------------------------------- direct to the service
