@@ -78,13 +78,15 @@ def write_documented(blp: Blueprint, name: str, *, body: dict[str, Any] | None =
     op = operation(name)
     tier = f"Operations level {int(op.tier)} ({TIER_NAMES[op.tier]}) or higher"
     codes = {
-        400: "Invalid body (API006, API007, API008, API011) or a rule of the operation (the domain's 4xx codes); "
-             "engine rejected the arguments (ENG003).",
+        400: "Invalid body (API006, API007, API008, API011; nested deeper than 64 levels: API015), malformed "
+             "If-Match (API016), a com.docker.stack.* label changed (API017), or a rule of the operation (the "
+             "domain's 4xx codes); engine rejected the arguments (ENG003).",
         403: f"{tier} required (OPS001), then ACL write permission on the object (ACL002).",
         404: "No such object (the kind's not-found code).",
         409: "Changed by someone else since it was read (the kind's conflict code), in use, name taken, "
              "or a JSON Patch test failed (API010).",
-        412: "If-Match does not match the object's current ETag (the kind's conflict code); nothing written.",
+        412: "If-Match: no tag was issued for the object's current state (the kind's conflict code); nothing "
+             "written.",
         413: "Body larger than 1 MiB (API014).",
         415: "PATCH with a Content-Type not listed in Accept-Patch (API004).",
         503: "Engine unavailable (ENG001).",
