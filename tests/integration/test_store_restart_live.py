@@ -9,9 +9,6 @@ with no hole."""
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,120 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import docker
-import gevent
 import httpx
 import pytest
-from httpx_sse import connect_sse
 
-from tests.conftest import OPENAPI, free_port, gunicorn_env, launch_gunicorn, wait_for
+from tests.conftest import wait_for
 from tests.integration.engine_state import TEST_LABEL, sleeper
+from tests.integration.store_support import Server, Stream, committed, history_since
 
 pytestmark = pytest.mark.integration
-
-
-class Server:
-    """gunicorn on 127.0.0.1 with a given state directory; startable again on the same port and directory."""
-
-    def __init__(self, docker_host: str, state: Path, logs: Path) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.env = gunicorn_env(docker_host, self.port, SERVICE_DATA_DIR=str(state))
-        self.logs = logs
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.runs = 0
-        OPENAPI.bases.add(self.base)
-
-    @property
-    def log_path(self) -> Path:
-        return self.logs / f"server-{self.runs}.log"
-
-    def start(self) -> None:
-        self.runs += 1
-        self.proc = launch_gunicorn(self.env, self.log_path, self.base)
-
-    def stop(self) -> None:
-        assert self.proc is not None
-        self.proc.terminate()
-        try:
-            code = self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            pytest.fail("gunicorn did not stop within 20 s of SIGTERM", pytrace=False)
-        self.proc = None
-        text = self.log_path.read_text()
-        assert code == 0, text[-4000:]
-        assert "Traceback" not in text, text[-4000:]
-
-    def log_records(self) -> list[dict[str, Any]]:
-        records = []
-        for line in self.log_path.read_text().splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                continue
-        return records
-
-
-class Stream:
-    """An SSE connection to /events read by its own greenlet; ends when the server goes away."""
-
-    def __init__(self, base: str, last_event_id: str | None = None) -> None:
-        headers = {"Accept": "text/event-stream"}
-        if last_event_id is not None:
-            headers["Last-Event-ID"] = last_event_id
-        self.frames: list[tuple[str, str, Any]] = []    # (id, event name, data)
-        self.status: int | None = None
-        self.ended = False
-        self._http = httpx.Client(base_url=base, timeout=httpx.Timeout(10, read=60))
-        self._reader = gevent.spawn(self._read, headers)
-        wait_for(lambda: self.status is not None, 5, message="the stream opened")
-        assert self.status == 200
-
-    def _read(self, headers: dict[str, str]) -> None:
-        try:
-            with connect_sse(self._http, "GET", "/events", headers=headers) as source:
-                self.status = source.response.status_code
-                for sse in source.iter_sse():
-                    if sse.data:
-                        self.frames.append((sse.id, sse.event, json.loads(sse.data)))
-        except httpx.HTTPError:
-            pass   # the server stopped under the stream: that is the point
-        finally:
-            self.ended = True
-
-    def items(self) -> list[tuple[int, dict[str, Any]]]:
-        """(frame id, item) of every change event, batches unpacked."""
-        out = []
-        for frame_id, name, data in list(self.frames):
-            if name == "sync":
-                continue
-            for item in data if name == "batch" else [data]:
-                out.append((int(frame_id), item))
-        return out
-
-    def has(self, action: str, object_id: str) -> bool:
-        return any(item["action"] == action and item["id"] == object_id for _, item in self.items())
-
-    def close(self) -> None:
-        self._reader.kill(block=True, timeout=5)
-        self._http.close()
-
-
-def history_since(base: str, after: int) -> list[dict[str, Any]]:
-    """Every /history entry newer than ``after``, oldest first, following ``next`` (bounded)."""
-    entries: list[dict[str, Any]] = []
-    url: str | None = f"{base}/history?limit=500"
-    for _ in range(100):
-        if url is None:
-            break
-        page = httpx.get(url, headers={"Accept": "application/json"}, timeout=10).json()
-        entries += [e for e in page["items"] if e["id"] > after]
-        if page["items"] and page["items"][-1]["id"] <= after:
-            break
-        url = page.get("next")
-        if url is not None and url.startswith("/"):
-            url = base + url
-    return sorted(entries, key=lambda e: e["id"])
 
 
 @pytest.fixture
@@ -217,20 +108,8 @@ def test_a_client_reconnecting_after_a_restart_gets_exactly_what_it_missed(serve
                 thing.remove()
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def test_after_a_crash_a_resuming_client_gets_sync_not_reused_numbers(server: Server, dclient: Any) -> None:
+def test_after_a_crash_the_committed_history_stays_and_a_resuming_client_gets_what_it_missed(
+        server: Server, dclient: Any) -> None:
     tag = uuid.uuid4().hex[:8]
     made: list[Any] = []
     try:
@@ -240,26 +119,32 @@ def test_after_a_crash_a_resuming_client_gets_sync_not_reused_numbers(server: Se
         made.append(marker)
         wait_for(lambda: stream.has("create", marker.id), 5, message="the marker on the stream")
         last_id = int(stream.frames[-1][0])
-        assert server.proc is not None
-        workers = _children(server.proc.pid)
-        assert workers, "no gunicorn worker found"
-        for pid in workers:                        # the worker dies without its exit hooks: a crash
-            os.kill(pid, 9)
-        server.proc.kill()
-        server.proc.wait(timeout=10)
-        server.proc = None
+        wait_for(lambda: max(committed(server.state)[0], default=0) >= last_id, 5, message="the marker committed")
+        before = history_since(server.base, 0)
+        feed_before = httpx.get(f"{server.base}/history.atom", timeout=10).text
+        server.kill_all()                          # no exit hook runs anywhere: a crash
         wait_for(lambda: stream.ended, 5, message="the stream ended with the server")
         stream.close()
+        gone = dclient.configs.create(name=f"shoal-store-after-{tag}", data=b"y", labels={TEST_LABEL: "1"})
+        made.append(gone)
 
         server.start()
         again = Stream(server.base, last_event_id=str(last_id))
-        wait_for(lambda: again.frames, 5, message="the answer to the resuming client")
-        assert again.frames[0][1] == "sync", again.frames[:3]
+        wait_for(lambda: again.has("create", gone.id), 5, message="the change made while down, replayed")
+        assert not [f for f in again.frames if f[1] == "sync"], again.frames[:3]
         warned = [r for r in server.log_records() if "not closed in order" in r.get("msg", "")]
-        assert warned and warned[0]["next_seq"] > last_id, warned
-        newest = httpx.get(f"{server.base}/history?limit=1", headers={"Accept": "application/json"},
-                           timeout=10).json()["items"]
-        assert not newest or newest[0]["id"] >= warned[0]["next_seq"]
+        end, resumed = warned[0]["committed_seq"], warned[0]["next_seq"]
+        assert end >= last_id and resumed > end + 1, warned
+        after = history_since(server.base, 0)
+        # Every committed record kept, same ids; the new ones numbered after the gap.
+        assert [e for e in after if e["id"] <= last_id] == [e for e in before if e["id"] <= last_id]
+        assert not [e for e in after if end < e["id"] < resumed]
+        news = [e for e in after if e["id"] > end]
+        assert news and news[0]["id"] == resumed
+        assert [(e["action"], e["resourceId"]) for e in news if e["resourceId"] == gone.id] == [("create", gone.id)]
+        feed_after = httpx.get(f"{server.base}/history.atom", timeout=10).text
+        marker_entry = f"urn:service:history:{feed_before.split('urn:service:history:', 1)[1].split('-', 1)[0]}-"
+        assert f"{marker_entry}{last_id}<" in feed_after       # the kept record's feed id did not change
         again.close()
     finally:
         for thing in made:
