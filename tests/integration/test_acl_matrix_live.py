@@ -342,5 +342,109 @@ def test_join_tokens_only_for_swarm_writers(matrix: Matrix) -> None:
     assert matrix.get("dave", "/swarm").status_code == 403
 
 
+# ---------------------------------------------------------------------------------------------- cluster-wide
+CLUSTER_WIDE = ["/cluster", "/cluster/capacity", "/cluster/metrics", "/disk-usage", "/swarm", "/stacks/summary",
+                "/topology", "/topology.dot", "/topology.graphml", "/topology/networks", "/topology/placement",
+                "/recommendations", "/recommendations.atom", "/search?q=demo&limit=1000",
+                "/search?q=ops&limit=1000", "/search?q=shoal&limit=1000", "/history?limit=200",
+                "/history.atom?limit=200", "/history.feed.json?limit=200", "/events.atom?limit=200"]
+
+
+def node_ids(matrix: Matrix) -> dict[str, str]:
+    return {node["Description"]["Hostname"]: node["ID"] for node in matrix.all_items("erin", "/nodes")}
+
+
+def test_cluster_wide_reads_name_nothing_hidden(matrix: Matrix) -> None:
+    """Every cluster-wide read, for every user: dave (no grant) is refused; the others get answers whose
+    bodies and headers name nothing they may not read (no node grant: no hostname; and no node id in the
+    cluster documents, where an id would stand for the node itself: elsewhere a task's NodeID stays, as
+    every id does, docs/acl.md)."""
+    nodes = node_ids(matrix)
+    assert nodes
+    for url in CLUSTER_WIDE:
+        refused = matrix.get("dave", url)
+        assert refused.status_code == 403 and refused.json()["code"] == "ACL001", (url, refused.status_code)
+        for user in ("alice", "bob", "carol", "erin"):
+            answer = matrix.get(user, url)
+            assert answer.status_code in (200, 503), (user, url, answer.status_code, answer.text[:300])
+            if user != "erin":   # no node grant: no hostname anywhere, no node id where it names the node
+                named = (*nodes, *nodes.values()) if url.startswith("/cluster") else tuple(nodes)
+                leaked = [n for n in named if n in answer.text]
+                assert not leaked, (user, url, leaked)
+    assert matrix.get("erin", "/cluster/metrics").status_code == 503   # no Prometheus: MTR001, still gated
+
+
+def test_capacity_covers_the_readable_nodes_only(matrix: Matrix) -> None:
+    nodes = node_ids(matrix)
+    everything = matrix.get("erin", "/cluster/capacity").json()
+    assert {(row["hostname"], row["id"]) for row in everything["nodes"]} == set(nodes.items())
+    assert everything["nodeCount"] == len(nodes) and everything["totalMemory"] > 0
+    for user in ("alice", "bob", "carol"):      # grants, but none on a node
+        body = matrix.get(user, "/cluster/capacity").json()
+        assert body["nodes"] == [] and body["nodeCount"] == 0 and body["totalMemory"] == 0, (user, body)
+
+
+# ---------------------------------------------------------------------------------------------- history
+def test_every_history_url_per_user(matrix: Matrix) -> None:
+    """/history, /history/{seq} of readable and hidden records, and the feeds of the test's services: a
+    hidden record is 403 ACL001 naming the entry (``history:<seq>``), never its kind or object."""
+    records = [item for item in matrix.get("erin", "/history?limit=200").json()["items"]
+               if item["resourceId"] in {matrix.ids[name] for name in (WEB, API, SOLO)}]
+    by_id = {matrix.ids[name]: name for name in (WEB, API, SOLO)}
+    assert {by_id[item["resourceId"]] for item in records} == {WEB, API, SOLO}, records
+    for user, readable in READABLE_SERVICES.items():
+        listed = {item["resourceId"] for item in matrix.get(user, "/history?limit=200").json()["items"]} \
+            if user != "dave" else set()
+        for record in records:
+            answer = matrix.get(user, f"/history/{record['id']}")
+            name = by_id[record["resourceId"]]
+            if name in readable:
+                assert answer.status_code == 200 and answer.json()["resourceId"] == record["resourceId"]
+                assert record["resourceId"] in listed
+            else:
+                body = answer.json()
+                assert answer.status_code == 403 and body["code"] == "ACL001", (user, name, body)
+                assert body["resource"] == f"history:{record['id']}" and "service" not in answer.text
+                assert record["resourceId"] not in listed
+        for name in (WEB, API, SOLO):
+            feed = matrix.get(user, f"/services/{matrix.ids[name]}.atom")
+            assert feed.status_code == (200 if name in readable else 403), (user, name, feed.status_code)
+            assert matrix.get(user, "/services.atom?limit=200").status_code == 200
+
+
+# ---------------------------------------------------------------------------------------------- OPTIONS
+def option_urls(matrix: Matrix) -> list[str]:
+    web, node = matrix.ids[WEB], next(iter(node_ids(matrix).values()))
+    seq = matrix.get("erin", "/history?limit=1").json()["items"][0]["id"]
+    return ["/services", f"/services/{web}", f"/services/{web}/labels", f"/services/{web}/scale",
+            f"/services/{web}/rollback", f"/services/{web}/tasks", "/tasks", f"/nodes/{node}",
+            f"/nodes/{node}/availability", "/configs", "/secrets", f"/stacks/{N}", "/cluster", "/cluster/capacity",
+            "/history", f"/history/{seq}", "/events", "/search", "/recommendations", "/swarm", "/topology"]
+
+
+def test_options_is_authenticated_and_the_callers_own(matrix: Matrix) -> None:
+    """OPTIONS on every URL kind: 401 without credentials, and an Allow that lists a write only for a
+    caller who may make it (the same list as a GET of the URL)."""
+    web = matrix.ids[WEB]
+    for url in option_urls(matrix):
+        anonymous = matrix.request(None, "OPTIONS", url)
+        assert anonymous.status_code == 401 and "Allow" not in anonymous.headers, (url, anonymous.status_code)
+        for user in USERS:
+            answer = matrix.request(user, "OPTIONS", url)
+            assert answer.status_code == 200, (user, url, answer.status_code, answer.text[:200])
+            allow = {m.strip() for m in answer.headers["Allow"].split(",") if m.strip()}
+            if user in ("alice", "dave"):        # readers and nobody: never a write method
+                assert allow <= {"GET", "HEAD"}, (user, url, allow)
+                assert "Accept-Patch" not in answer.headers
+            get = matrix.get(user, url)
+            if get.status_code == 200 and "text/event-stream" not in get.headers.get("Content-Type", ""):
+                assert answer.headers["Allow"] == get.headers["Allow"], (user, url)
+                assert answer.headers.get("Accept-Patch") == get.headers.get("Accept-Patch"), (user, url)
+    assert "DELETE" in matrix.request("bob", "OPTIONS", f"/services/{web}").headers["Allow"]
+    assert matrix.request("bob", "OPTIONS", f"/services/{web}/scale").headers["Allow"] == "PUT"
+    assert matrix.request("alice", "OPTIONS", f"/services/{web}/scale").headers["Allow"] == ""
+    assert "PATCH" in matrix.request("carol", "OPTIONS", f"/services/{web}/labels").headers["Allow"]
+
+
 def test_every_response_was_searched(matrix: Matrix) -> None:
     assert all(matrix.checked.get(user, 0) >= 20 for user in USERS), matrix.checked
