@@ -7,7 +7,8 @@ a temporary directory, proxying to a Prometheus this script starts on 127.0.0.1 
 report n, p50, p99 (nearest rank) and max in ms, client side (``requests`` keep-alive sessions):
 
 1. writes on a sleeper service the bench creates (``b-ops-<pid>``, busybox ``sleep``, init, no registry
-   lookup, removed at the end even on failure): scale 1/2 (full answer and ``Prefer: return=minimal``),
+   lookup, removed at the end even on failure): scale 1/2 (full answer, ``Prefer: return=minimal``, and with
+   a fresh ``Idempotency-Key``; then the same key replayed),
    env merge patch (a rolling update: answer time only), service labels PUT, pre-engine refusals (412 for an
    ``If-Match`` mismatch, 404 for a missing service), restart with ``Prefer: wait=60`` (time to a settled
    rollout), and rounds of env patch + scale + labels back to back while rollouts run (the engine bumps the
@@ -337,10 +338,13 @@ def _writes(plan: Plan, http: requests.Session, url: str, base: str, engine: Eng
 
     # full and minimal answers interleaved (full, minimal, minimal, full, ...: each variant scales up and down
     # equally often), so that neither row gets a quieter moment of the engine
-    rows = (Row("writes", "PUT /scale (full answer)"), Row("writes", "PUT /scale (return=minimal)"))
+    # (a third variant: a fresh Idempotency-Key each time, i.e. two durable commits in the state store)
+    rows = (Row("writes", "PUT /scale (full answer)"), Row("writes", "PUT /scale (return=minimal)"),
+            Row("writes", "PUT /scale (full answer, fresh Idempotency-Key)"))
     deadline = time.monotonic() + PHASE_SECONDS
-    for index in range(2 * plan.writes):
-        row, headers = (rows[0], json_headers) if index % 4 in (0, 3) else (rows[1], minimal)
+    for index in range(3 * plan.writes):
+        row, headers = ((rows[0], json_headers), (rows[1], minimal),
+                        (rows[2], {**json_headers, "Idempotency-Key": f'"bench-{os.getpid()}-{index}"'}))[index % 3]
         started = time.perf_counter()
         status = http.put(f"{url}/scale", json={"replicas": 2 if index % 2 == 0 else 1}, headers=headers,
                           timeout=30).status_code
@@ -350,6 +354,10 @@ def _writes(plan: Plan, http: requests.Session, url: str, base: str, engine: Eng
             break
     for row in rows:
         report.add(row)
+    replayed = {**json_headers, "Idempotency-Key": f'"bench-{os.getpid()}-2"'}   # index 2: scaled to 2
+    report.add(timed_loop(plan.writes, lambda i: http.put(
+        f"{url}/scale", json={"replicas": 2}, headers=replayed, timeout=30).status_code,
+        Row("writes", "PUT /scale replayed (same Idempotency-Key)", note="no engine call")))
     report.add(timed_loop(plan.writes, lambda i: http.put(
         f"{url}/labels", json={BENCH_LABEL: "ops", "bench.n": str(i)}, headers=json_headers, timeout=30).status_code,
         Row("writes", "PUT /labels (service labels)")))

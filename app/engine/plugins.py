@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from app.engine.swarm import EngineCalls, Raw
-from app.engine.writes import WriteFailure
+from app.engine.writes import WriteFailure, outcome_unknown
 from app.errors import ProblemError
 
 PULL_TIMEOUT = 300.0     # a download from a registry
@@ -30,6 +30,8 @@ def problem(failure: WriteFailure, code: str, *, what: str) -> ProblemError:
     detail = f"The engine refused {what}: {failure.message}"
     if failure.reason == "not_found":
         return ProblemError("PLG004", detail=detail)
+    if failure.reason == "unknown":   # sent, then no answer: it may have been applied (ENG005, 504)
+        return outcome_unknown(what, failure, [], retry_safe=False)
     if failure.reason == "unavailable":
         return ProblemError("ENG001", detail=detail, headers={"Retry-After": "1"})
     if failure.reason == "invalid":

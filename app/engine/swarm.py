@@ -21,7 +21,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine.writes import EngineWriter, WriteFailure
+from app.engine.writes import EngineWriter, WriteFailure, outcome_unknown
 from app.errors import ProblemError
 
 Raw = dict[str, Any]
@@ -44,6 +44,8 @@ def problem(failure: WriteFailure, code: str, *, what: str, own_invalid: bool = 
     lowered = failure.message.lower()
     if any(marker in lowered for marker in _NOT_MANAGER):
         return ProblemError("SWM001", detail=detail)
+    if failure.reason == "unknown":   # sent, then no answer: it may have been applied (ENG005, 504)
+        return outcome_unknown(what, failure, [], retry_safe=False)
     if failure.reason == "unavailable":
         return ProblemError("ENG001", detail=detail, headers={"Retry-After": "1"})
     if failure.reason == "out_of_sequence":

@@ -25,6 +25,8 @@ import docker.errors
 import requests
 import urllib3.exceptions
 
+from app.errors import ProblemError
+
 Raw = dict[str, Any]
 Reason = Literal["out_of_sequence", "in_use", "exists", "not_found", "invalid", "unavailable", "unknown",
                  "failed"]
@@ -38,6 +40,17 @@ class WriteFailure(Exception):
         super().__init__(message)
         self.reason: Reason = reason
         self.message = message
+
+
+def outcome_unknown(what: str, failure: WriteFailure, check: list[str], *, retry_safe: bool) -> ProblemError:
+    """504 ``ENG005``: the write may have been applied (or may still be); the body says where to look
+    (``check``: URLs) and whether retrying is safe (only with the same Idempotency-Key)."""
+    retry = ("Retry with the same Idempotency-Key: it cannot apply the change twice." if retry_safe
+             else "Retrying without an Idempotency-Key may apply it twice.")
+    return ProblemError("ENG005", detail=f"{what}: {failure.message}. The write may have been applied, or may "
+                                         f"still be; check {' or '.join(check) or 'the object'} (its history entry "
+                                         f"carries this requestId in audit). {retry}",
+                        extra={"outcome": "unknown", "check": check})
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:

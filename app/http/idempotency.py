@@ -185,7 +185,7 @@ def engine_call_starting(kind: str | None, object_id: str | None, version: int |
     if record.pin is None and kind is not None and object_id is not None and version is not None:
         record = replace(record, pin={"kind": kind, "id": object_id, "version": version})
     g.idempotency = Claim(record, claimed.is_retry_of_unknown)
-    _store_safely(record)
+    _store_safely(record, sync=False)
 
 
 def _finish(response: Response) -> Response:
@@ -207,9 +207,9 @@ def _finish(response: Response) -> Response:
     return response
 
 
-def _store_safely(record: KeyRecord) -> None:
+def _store_safely(record: KeyRecord, *, sync: bool = True) -> None:
     try:
-        keys().put(record)
+        keys().put(record, sync=sync)
     except Exception as exc:   # the write itself happened: answer it, but say the key was not kept
         log.error("idempotency key not stored", extra={"error": f"{type(exc).__name__}: {exc}",
                                                        "request_id": current_request_id()})

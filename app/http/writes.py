@@ -12,7 +12,10 @@ A write view reads as a script of these steps, and each step owns its failures:
   ``API007``, ``API008``) nested at most 64 levels (``API015``); PATCH only with a type the operation
   accepts (415 ``API004`` + ``Accept-Patch``).
 - :func:`engine_write` — the engine call with the object's version index, announced to the audit log;
-  engine failures become the operation's domain codes (409 ``SVC001`` for an out-of-sequence update...).
+  engine failures become the operation's domain codes (409 ``SVC001`` for an out-of-sequence update...);
+  a call the engine took but did not answer is 504 ``ENG005`` (outcome unknown, audit kept pending).
+  Before it, :func:`update_versioned` checks the new spec against the bounds (400 ``API018``,
+  :mod:`app.writes.bounds`), and :func:`begin` handles ``Idempotency-Key`` (:mod:`app.http.idempotency`).
 - :func:`read_back` — the engine's state after the write, applied to the cache (a following GET sees it)
   and answered as the detail; ``Prefer: return=minimal`` → 204, ``Prefer: wait=N`` → held until the
   rollout settles (:mod:`app.writes.rollout`).
@@ -38,6 +41,7 @@ from gevent import get_hub
 
 from app.cache.entries import Entry
 from app.engine.writes import EngineWriter, WriteFailure
+from app.engine.writes import outcome_unknown as engine_outcome_unknown
 from app.errors import ProblemError
 from app.http import idempotency, respond
 from app.http.acl import current_access
@@ -286,12 +290,7 @@ def outcome_unknown(op: Operation, kind: ResourceKind | None, object_id: str | N
     check: list[str] = []
     if kind is not None and object_id is not None:
         check = [f"{base}{kind.spec.path}/{object_id}", f"{base}/history?type={kind.value}&resourceId={object_id}"]
-    retry = ("Retry with the same Idempotency-Key: it cannot apply the change twice." if g.get("idempotency")
-             else "Retrying without an Idempotency-Key may apply it twice.")
-    return ProblemError("ENG005", detail=f"{op.name}: {failure.message}. The write may have been applied, or may "
-                                         f"still be; check {' or '.join(check) or 'the object'} (its history entry "
-                                         f"carries this requestId in audit). {retry}",
-                        extra={"outcome": "unknown", "check": check})
+    return engine_outcome_unknown(op.name, failure, check, retry_safe=g.get("idempotency") is not None)
 
 
 def failure_problem(op: Operation, failure: WriteFailure) -> ProblemError:

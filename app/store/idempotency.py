@@ -5,8 +5,9 @@ Two backends with one interface (:class:`KeyStore`):
 - :class:`SqliteKeys` — the table ``idempotency_keys`` in the state store's file (``<data_dir>/shoal.db``),
   through a connection of its own (the persister owns its own and its schema; this table is created with
   ``CREATE TABLE IF NOT EXISTS`` once the persister has made the file). Every call runs on a one-thread
-  gevent ``ThreadPool``, so the hub only waits; each change is committed with ``synchronous=FULL`` before
-  the call returns, so an answer that went out survives a ``kill -9`` of the worker (and a power cut).
+  gevent ``ThreadPool``, so the hub only waits; each change is committed before the call returns, answers
+  with ``synchronous=FULL``, so an answer that went out survives a ``kill -9`` of the worker (and a power
+  cut); the "started" mark with ``NORMAL`` (in the WAL, no fsync: it survives a killed process).
 - :class:`MemoryKeys` — a bounded ordered map, when persistence is off (``:memory:`` data dir or
   ``storage.snapshot=false``): keys then do not survive a restart.
 
@@ -59,7 +60,7 @@ class KeyRecord:
 
 class KeyStore(Protocol):
     def get(self, scope: str, key: str) -> KeyRecord | None: ...
-    def put(self, record: KeyRecord) -> None: ...
+    def put(self, record: KeyRecord, *, sync: bool = True) -> None: ...
     def delete(self, scope: str, key: str) -> None: ...
     def close(self) -> None: ...
 
@@ -80,7 +81,7 @@ class MemoryKeys:
             return None
         return record
 
-    def put(self, record: KeyRecord) -> None:
+    def put(self, record: KeyRecord, *, sync: bool = True) -> None:
         self.delete(record.scope, record.key)
         self._records[(record.scope, record.key)] = record
         self._bytes += record.size
@@ -146,12 +147,16 @@ class SqliteKeys:
             return None if row is None else _record(row)
         return self._run(read)
 
-    def put(self, record: KeyRecord) -> None:
+    def put(self, record: KeyRecord, *, sync: bool = True) -> None:
+        """Insert or replace, committed before returning: with ``sync`` flushed to disk (``synchronous=FULL``:
+        survives a power cut), else only to the WAL file (``NORMAL``: survives a killed process, which is all
+        the "started" mark needs, at no fsync)."""
         self._puts += 1
         full_pass = (self._puts - 1) % PRUNE_EVERY == 0
         cutoff = self._clock() - self._ttl
 
         def write(db: sqlite3.Connection) -> None:
+            db.execute(f"PRAGMA synchronous = {'FULL' if sync else 'NORMAL'}")
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.execute(f"INSERT OR REPLACE INTO idempotency_keys ({_COLUMNS}) VALUES "
