@@ -26,8 +26,9 @@ import logging
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TypeVar, cast
 
 import gevent
 import gevent.event
@@ -59,6 +60,18 @@ def resume_after_gap(committed: int, now: float | None = None) -> int:
     the clock now lies past every number the dead process may have sent; ``SEQ_MARGIN`` guards a clock
     that went back."""
     return max(sequence_base(now), committed + SEQ_MARGIN)
+
+
+T = TypeVar("T")
+
+
+def _outcome(function: Callable[..., T], args: tuple[object, ...]) -> tuple[T | None, Exception | None]:
+    """Run on the store thread and hand back the result *or* the exception: raised inside the pool, gevent
+    would print its traceback to stderr (a full disk would then repeat one per retry)."""
+    try:
+        return function(*args), None
+    except Exception as exc:
+        return None, exc
 
 
 def _load_frozen(database: Database) -> Loaded:
@@ -140,7 +153,7 @@ class Persister:
         self._pool = ThreadPool(1)
         started = time.monotonic()
         try:
-            loaded = self._pool.apply(self._open_and_load)
+            loaded = self._on_thread(self._open_and_load)
         except DataDirInUse:
             self._stop_pool()
             raise
@@ -294,12 +307,20 @@ class Persister:
             self.stats.last_flush_ms = took
             self.stats.max_flush_ms = max(self.stats.max_flush_ms, took)
 
-    def _call(self, on_thread: bool, function: object, *args: object) -> None:
-        assert callable(function)
+    def _call(self, on_thread: bool, function: Callable[..., None], *args: object) -> None:
         if on_thread and self._pool is not None:
-            self._pool.apply(function, args)
+            self._on_thread(function, *args)
         else:
             function(*args)
+
+    def _on_thread(self, function: Callable[..., T], *args: object) -> T:
+        """``function(*args)`` on the store thread; its exception is raised here, on the hub."""
+        assert self._pool is not None
+        outcome: tuple[T | None, Exception | None] = self._pool.apply(_outcome, (function, args))
+        result, error = outcome
+        if error is not None:
+            raise error
+        return cast(T, result)   # None only with an error
 
     def _failed(self, batch: list[Change], batch_bytes: int, rewrite: bool, exc: Exception) -> None:
         """Keep what failed for the next attempt (a rewrite is simply redone from the cache's state then)."""
