@@ -9,6 +9,10 @@ its identity headers are neither used nor logged.
 ``X-Forwarded-For`` plays no part in the trust decision; it only names the client in the refusal log of a
 request that came through a trusted proxy.
 
+Identity header values are strict UTF-8, trimmed of SP/HTAB only, and refused (401) when they hold a
+control, format or non-HTTP whitespace character (``app.auth.header_values``): ``admin`` + NBSP never
+becomes ``admin``.
+
 The 401 challenge: no standard scheme describes "come through the proxy", and RFC 9110 §11.6.1 asks every
 401 to carry at least one challenge, so the mode answers ``WWW-Authenticate: Proxy realm="shoal"``. Clients
 ignore a scheme they do not know (a browser shows the problem page, no password dialog: a ``Basic``
