@@ -317,14 +317,22 @@ def failure_problem(op: Operation, failure: WriteFailure) -> ProblemError:
 
 
 def read_back(op: Operation, kind: ResourceKind, object_id: str) -> Entry | None:
-    """The engine's state of the object after the write, applied to the cache; None when it is gone."""
+    """The engine's state of the object after the write, applied to the cache; None when it is gone.
+
+    The write is applied by now, so a failed read is never told as "engine unavailable" (503 says nothing
+    was applied, and frees an Idempotency-Key for a retry that would apply it again): it is 504 ``ENG005``
+    with ``outcome: applied``, which keeps the key (a retry is refused, pinned to the old version)."""
     cache = current_runtime().cache
     token = cache.write_token()
     try:
         raw: dict[str, Any] | None = writer().inspect(kind.value, object_id)
     except WriteFailure as failure:
         if failure.reason != "not_found":
-            raise failure_problem(op, failure) from None
+            base = respond.base_path()
+            check = [f"{base}{kind.spec.path}/{object_id}", f"{base}/history?type={kind.value}&resourceId={object_id}"]
+            raise ProblemError("ENG005", detail=f"{op.name} was applied, but reading the result back from the "
+                                                f"engine failed ({failure.message}); GET {check[0]} for it.",
+                               extra={"outcome": "applied", "check": check}) from None
         raw = None
     cache.apply_inspect(kind, object_id, raw, token)
     return cache.get(kind, object_id)

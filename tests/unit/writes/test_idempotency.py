@@ -233,3 +233,24 @@ def test_a_bound_refusal_is_wrt001_and_makes_no_engine_call(level1: tuple[FlaskC
     response = scale(client, 1001, key=None)
     assert response.status_code == 400 and response.get_json()["code"] == "API018"
     assert response.get_json()["limit"] == 1000 and updates(writer) == []
+
+
+def test_an_applied_write_whose_read_back_fails_is_never_told_as_nothing_applied(
+        level1: tuple[FlaskClient, FakeWriter]) -> None:
+    """503 would free the key and a retry would restart the service a second time."""
+    client, writer = level1
+    inspect = writer.inspect
+
+    def unreachable(kind: str, object_id: str) -> dict[str, Any]:
+        raise WriteFailure("unavailable", "connection refused")
+
+    writer.inspect = unreachable   # type: ignore[method-assign]
+    first = client.post(f"/services/{SVC_WEB}/restart", headers={"Idempotency-Key": "r1"})
+    body = first.get_json()
+    assert first.status_code == 504 and body["code"] == "ENG005" and body["outcome"] == "applied"
+    assert "was applied" in body["detail"]
+    writer.inspect = inspect   # type: ignore[method-assign]
+    writer.fail = WriteFailure("out_of_sequence", "update out of sequence")
+    retry = client.post(f"/services/{SVC_WEB}/restart", headers={"Idempotency-Key": "r1"})
+    versions = [call[2] for call in updates(writer)]
+    assert retry.status_code == 409 and versions == [versions[0], versions[0]]

@@ -103,3 +103,13 @@ def test_lapsed_expectations_are_pruned() -> None:
     clock.now += EXPECT_SECONDS + 1
     audit.expect(ResourceKind.SERVICE, "fresh", {"requestId": "fresh"})
     assert len(audit._expected) == 1
+
+
+def test_swarm_and_plugin_writes_of_unknown_outcome_are_eng005_too() -> None:
+    from app.engine import plugins, swarm
+
+    failure = WriteFailure("unknown", "no answer from the engine after the request was sent")
+    for problem in (swarm.problem(failure, "SWM003", what="the swarm update"),
+                    plugins.problem(failure, "PLG003", what="the plugin install")):
+        assert (problem.code, problem.status, problem.extra["outcome"]) == ("ENG005", 504, "unknown")
+        assert "may have been applied" in problem.detail and "may apply it twice" in problem.detail
