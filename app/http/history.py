@@ -7,8 +7,9 @@ those are turned into entries, so a request costs its page, not the ring.
 
 Entry ids are ``urn:service:history:<epoch>-<seq>``: the epoch is when the sequence started (whole seconds,
 ``Runtime.history_epoch``). The state store (``app.store``) keeps the sequence and its epoch across
-restarts, so ids stay stable; when the sequence starts over (persistence off, a fresh or moved-aside
-store file) the epoch changes, and a reader never mistakes a new record for one it saw before.
+restarts (a crash too: committed records keep their ids), so ids stay stable; a new sequence (persistence
+off, a fresh or moved-aside store file) has a new epoch and ids above every earlier one, so a reader never
+mistakes a new record for one it saw before.
 
 ACL (reference §3.3, §7.2): every page and feed holds only records the caller may read, judged per record
 (``HistoryFilter.readable``, keys from ``app.http.acl_read.change_keys``); ``/history`` and its feeds need at
