@@ -96,6 +96,11 @@ def shutdown_live(app: Flask) -> list[Any]:
     return sockets
 
 
+def open_live(app: Flask) -> int:
+    """Live streams (log tails, metrics streams) open now, every family of ``app``."""
+    return sum(slots.open for slots in app.extensions.get(_APP_KEY, {}).values())
+
+
 class Slot:
     __slots__ = ("_slots", "held")
 

@@ -26,7 +26,7 @@ from app.config import Settings
 from app.errors import ProblemError
 from app.http.acl import current_access
 from app.http.auth import current_identity
-from app.http.live import SHUTDOWN, shutdown_live
+from app.http.live import SHUTDOWN, open_live, shutdown_live
 from app.runtime import runtime_of
 from app.streams import findings
 from app.streams.client import Client
@@ -86,9 +86,9 @@ def _shut_reading(fd: int) -> None:
 
 
 def open_streams(app: Flask) -> int:
-    """Event streams open now (the ``shoal_open_streams`` gauge); 0 for an app without streams."""
+    """Streams open now, event streams plus live log and metrics streams (the ``shoal_open_streams`` gauge)."""
     entry = app.extensions.get(_EXTENSION_KEY)
-    return entry[0].open_streams if entry else 0
+    return (entry[0].open_streams if entry else 0) + open_live(app)
 
 
 def hub_of(app: Flask) -> Hub:
