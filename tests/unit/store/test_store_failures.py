@@ -174,3 +174,33 @@ def test_failures_are_retried_with_a_growing_delay_and_reminded_at_most_every_in
     assert messages == ["state store writes fail; changes are kept in memory and retried",
                         "state store writes still fail", "state store writes recovered"]
     assert health.retry_delay(0.5) == 0.5
+
+
+@pytest.mark.parametrize("with_store", [True, False])
+def test_readiness_and_metrics_carry_the_store_state(tmp_path: Path, with_store: bool) -> None:
+    from tests.fakes import FakeEngine
+    from tests.unit.support import build_harness
+
+    harness = build_harness(FakeEngine(cluster()), **({"data_dir": str(tmp_path)} if with_store else {}))
+    harness.start()
+    try:
+        client = harness.app.test_client()
+        ready = client.get("/-/ready")
+        assert ready.status_code == 200
+        assert ready.get_json()["store"]["state"] == ("ok" if with_store else "off")
+        metrics = client.get("/-/metrics").get_data(as_text=True)
+        assert f'shoal_store_state{{state="{"ok" if with_store else "off"}"}} 1.0' in metrics
+        assert "\nshoal_store_pending_bytes " in metrics and "\nshoal_store_write_errors_total 0.0" in metrics
+        if with_store:
+            assert harness.runtime.store is not None
+            _fill(harness.runtime.store)
+            harness.cache.upsert(K.CONFIG, {**cluster()[K.CONFIG][0], "Version": {"Index": 999},
+                                            "Spec": {"Name": "big", "Data": "x" * 50_000}})
+            _wait(lambda: client.get("/-/ready").get_json()["store"]["state"] == "failing")
+            document = client.get("/-/ready").get_json()
+            assert client.get("/-/ready").status_code == 200 and document["store"]["pendingBytes"] > 0
+            assert 'shoal_store_state{state="failing"} 1.0' in client.get("/-/metrics").get_data(as_text=True)
+            _free(harness.runtime.store)
+            _wait(lambda: client.get("/-/ready").get_json()["store"]["state"] == "ok")
+    finally:
+        harness.stop()
