@@ -166,3 +166,38 @@ def test_log_readers_that_never_read_keep_the_worker_bounded(hostile_server: tup
     assert growth < RSS_GROWTH_MIB, f"worker RSS grew by {growth:.0f} MiB"
     assert max(latencies) < 1.0
     wait_for(lambda: open_streams(base) == 0, 10, message="every slot released once the readers are gone")
+
+
+# ---------------------------------------------------------------------------------------------- half-open
+HALF_OPEN = 2500              # more than worker_connections (2,000): every slot held, 500 more in the backlog
+
+
+def test_half_open_connections_do_not_make_a_new_client_wait_their_keepalive(
+        hostile_server: tuple[str, int]) -> None:
+    """Before: the 2,000 slots stayed held until gunicorn's 5 s head timeout; a new client waited 5 s."""
+    base, _ = hostile_server
+    port = int(base.rsplit(":", 1)[1])
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(HALF_OPEN):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+            sock.sendall(b"GET /-/health HTTP/1.1\r\nHost: x\r\n")     # the head never ends
+            idle.append(sock)
+        started = time.monotonic()
+        answer = requests.get(f"{base}/-/health", timeout=30)
+        waited = time.monotonic() - started
+        assert answer.status_code == 200
+        closed = sum(1 for sock in idle[:100] if read_eof(sock))
+    finally:
+        for sock in idle:
+            sock.close()
+    print(f"\n{HALF_OPEN} half-open connections: a new client answered after {waited:.2f} s")
+    assert waited < 2.0, f"a new client waited {waited:.2f} s"
+    assert closed == 100, "the oldest half-open connections are closed by the server"
+
+
+def read_eof(sock: socket.socket) -> bool:
+    sock.settimeout(5)
+    with contextlib.suppress(OSError):
+        return sock.recv(1) == b""
+    return False
