@@ -127,23 +127,30 @@ def claim(identity: str) -> None:
     print_ = fingerprint(identity, request.method, target, body)
     marks = _in_flight()
     started = marks.get((identity, key))
-    if started is not None and time.monotonic() - started < STALE_IN_FLIGHT:
+    now = time.monotonic()
+    if started is not None and now - started < STALE_IN_FLIGHT:
         raise ProblemError("API021", headers={"Retry-After": "1"},
                            detail=f"A request with Idempotency-Key {key!r} is still being processed.")
-    store = keys()
-    stored = store.get(identity, key)
-    if stored is not None and stored.fingerprint != print_:
-        raise ProblemError("API020", detail=f"Idempotency-Key {key!r} was used for a different request "
-                                            "(method, URL, body or caller); nothing was written.")
-    if stored is not None and stored.state == "done":
-        abort(replay(stored))
+    if len(marks) >= 1024:   # marks are removed as answers go out; drop any a lost greenlet left behind
+        for stale in [mark for mark, since in marks.items() if now - since >= STALE_IN_FLIGHT]:
+            del marks[stale]
+    marks[(identity, key)] = now   # before the store is read: that read yields to other greenlets
+    try:
+        stored = keys().get(identity, key)
+        if stored is not None and stored.fingerprint != print_:
+            raise ProblemError("API020", detail=f"Idempotency-Key {key!r} was used for a different request "
+                                                "(method, URL, body or caller); nothing was written.")
+        if stored is not None and stored.state == "done":
+            abort(replay(stored))
+    except BaseException:
+        marks.pop((identity, key), None)
+        raise
     # A retry of an unknown outcome is the same logical write: it keeps the first request's id (the audit
     # of the change, whichever attempt made it, names that id) and its pin.
     record = KeyRecord(identity, key, print_, "started", time.time(),
                        stored.request_id if stored is not None else current_request_id(),
                        pin=stored.pin if stored is not None else None)
     g.idempotency = Claim(record, stored is not None)
-    marks[(identity, key)] = time.monotonic()
 
     @after_this_request
     def finish(response: Response) -> Response:
