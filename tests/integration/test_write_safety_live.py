@@ -26,13 +26,15 @@ CEILING = 3
 
 @pytest.fixture(scope="module")
 def safe_server(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
-    """gunicorn with a state store (keys must outlive the worker), a replicas ceiling of 3 and a 2 s write
-    timeout."""
+    """gunicorn with a state store (keys must outlive the worker), low bounds (3 replicas, 4 labels, 5 patch
+    operations), a 2 s write timeout, and level 2 (label writes)."""
     port = free_port()
     log_path = tmp_path_factory.mktemp("safe") / "gunicorn.log"
     base = f"http://127.0.0.1:{port}"
     env = gunicorn_env(docker_host, port, SERVICE_DATA_DIR=str(tmp_path_factory.mktemp("safe-state")),
-                       SERVICE_WRITES_MAX_REPLICAS=str(CEILING), SERVICE_WRITES_TIMEOUT="2s")
+                       SERVICE_WRITES_MAX_REPLICAS=str(CEILING), SERVICE_WRITES_TIMEOUT="2s",
+                       SERVICE_WRITES_MAX_LABELS="4", SERVICE_WRITES_MAX_PATCH_OPERATIONS="5",
+                       SERVICE_OPERATIONS_LEVEL="2")
     proc = launch_gunicorn(env, log_path, base)
     yield base, proc
     stop_gunicorn(proc, log_path)
@@ -87,6 +89,25 @@ def test_replicas_at_the_ceiling_pass_and_one_past_is_refused_naming_the_bound(
     assert after["Spec"]["Mode"]["Replicated"]["Replicas"] == CEILING and after["Version"]["Index"] == version
     down = requests.put(f"{base}/services/{service.id}/scale", json={"replicas": 0}, timeout=30)
     assert down.status_code == 200
+
+
+def test_label_count_and_patch_size_bounds(safe_server: tuple[str, Any], service: Any,
+                                           engine: docker.APIClient) -> None:
+    base, _ = safe_server
+    url = f"{base}/services/{service.id}/labels"
+    current = requests.get(url, timeout=10).json()["labels"]   # the sleeper's own test label
+    four = {**current, **{f"k{i}": "v" for i in range(4 - len(current))}}
+    assert requests.put(url, json=four, timeout=30).status_code == 200
+    five = {**four, "one-more": "v"}
+    past = requests.put(url, json=five, timeout=30)
+    assert past.status_code == 400 and (past.json()["code"], past.json()["field"], past.json()["limit"],
+                                        past.json()["requested"]) == ("API018", "labels", 4, 5)
+    assert spec_of(engine, service.id)["Spec"]["Labels"] == four
+    patch = [{"op": "add", "path": f"/p{i}", "value": "v"} for i in range(6)]
+    too_long = requests.patch(url, json=patch, headers={"Content-Type": "application/json-patch+json"}, timeout=30)
+    assert too_long.status_code == 400 and too_long.json()["field"] == "patch"
+    assert too_long.json()["limit"] == 5 and too_long.json()["requested"] == 6
+    assert spec_of(engine, service.id)["Spec"]["Labels"] == four
 
 
 # ---------------------------------------------------------------------------------------------- Idempotency-Key
