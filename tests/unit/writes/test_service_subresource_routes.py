@@ -32,7 +32,7 @@ def test_every_route_is_documented(client: FlaskClient) -> None:
     for name, sub in SUBRESOURCES.items():
         operations = paths[f"/services/{{id}}/{name}"]
         methods = {"get", "put"} | ({"patch"} if len(sub.operations) == 2 else set())
-        assert set(operations) - {"parameters"} == methods, name
+        assert set(operations) - {"parameters", "options"} == methods, name   # OPTIONS: every URL (app/http/options.py)
         schema: dict[str, Any] = operations["get"]["responses"]["200"]["content"]["application/json"]["schema"]
         assert {"@context", "@id", "@type"} <= set(schema["required"])
         assert {"403", "404", "409", "412"} <= set(operations["put"]["responses"])
