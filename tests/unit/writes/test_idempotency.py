@@ -254,3 +254,23 @@ def test_an_applied_write_whose_read_back_fails_is_never_told_as_nothing_applied
     retry = client.post(f"/services/{SVC_WEB}/restart", headers={"Idempotency-Key": "r1"})
     versions = [call[2] for call in updates(writer)]
     assert retry.status_code == 409 and versions == [versions[0], versions[0]]
+
+
+def test_a_key_left_started_by_a_dead_worker_reruns_pinned(level1: tuple[FlaskClient, FakeWriter]) -> None:
+    """kill -9 between the engine call and the answer leaves only the started mark (with its pin)."""
+    import json
+    import time
+
+    from app.http import idempotency
+
+    client, writer = level1
+    body = json.dumps({"replicas": 4}).encode()
+    print_ = fingerprint("anonymous", "PUT", f"/services/{SVC_WEB}/scale", body)
+    with writer.harness.app.app_context():
+        idempotency.keys().put(KeyRecord("anonymous", "crashed", print_, "started", time.time(), "first-request",
+                                         pin={"kind": "service", "id": SVC_WEB, "version": 7}))
+    response = client.put(f"/services/{SVC_WEB}/scale", data=body, headers={"Idempotency-Key": "crashed"})
+    assert response.status_code == 200 and REPLAYED not in response.headers
+    assert [call[2] for call in updates(writer)] == [7]
+    items = client.get(f"/history?type=service&resourceId={SVC_WEB}").get_json()["items"]
+    assert items[0]["audit"] == {"identity": "anonymous", "requestId": "first-request"}   # one logical write
