@@ -93,11 +93,11 @@ class ProblemGeventWorker(GeventWorker):  # type: ignore[misc]  # gunicorn is un
         super().handle_exit(sig, frame)
         import gevent
 
-        gevent.spawn(_drain, self.wsgi)
+        gevent.spawn(_drain, self.wsgi, self.cfg.graceful_timeout)
         gevent.spawn(self._head_waits().cut_all)   # idle keep-alive and half-open connections close now
 
 
-def _drain(app: Any) -> None:
+def _drain(app: Any, graceful: float) -> None:
     """Answer the waiting writes and end the streams at once; then, should requests still run when only
     :data:`STOP_BUDGET` of ``graceful_timeout`` is left, stop the runtime (watcher, then store) anyway, so the
     master's SIGKILL at the timeout never finds the store open. ``worker_exit`` stops it otherwise (no-op
@@ -110,11 +110,11 @@ def _drain(app: Any) -> None:
     runtime = runtime_of(app)
     runtime.drain()
     shutdown_streams(app)
-    gevent.sleep(max(0.0, graceful_timeout - STOP_BUDGET))
+    gevent.sleep(max(0.0, graceful - STOP_BUDGET))
     if runtime.running:
         logging.getLogger("shoal.server").warning(
             "requests still running near the graceful timeout; stopping the runtime now",
-            extra={"graceful_timeout_s": graceful_timeout})
+            extra={"graceful_timeout_s": graceful})
         runtime.stop()
 
 
