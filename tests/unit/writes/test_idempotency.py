@@ -268,9 +268,9 @@ def test_a_key_left_started_by_a_dead_worker_reruns_pinned(level1: tuple[FlaskCl
     print_ = fingerprint("anonymous", "PUT", f"/services/{SVC_WEB}/scale", body)
     with writer.harness.app.app_context():
         idempotency.keys().put(KeyRecord("anonymous", "crashed", print_, "started", time.time(), "first-request",
-                                         pin={"kind": "service", "id": SVC_WEB, "version": 7}))
+                                         pin={"kind": "service", "id": SVC_WEB, "version": 25}))
     response = client.put(f"/services/{SVC_WEB}/scale", data=body, headers={"Idempotency-Key": "crashed"})
     assert response.status_code == 200 and REPLAYED not in response.headers
-    assert [call[2] for call in updates(writer)] == [7]
+    assert [call[2] for call in updates(writer)] == [25]   # the pin, not the cached version (20)
     items = client.get(f"/history?type=service&resourceId={SVC_WEB}").get_json()["items"]
     assert items[0]["audit"] == {"identity": "anonymous", "requestId": "first-request"}   # one logical write
