@@ -168,7 +168,7 @@ def test_if_match_holds_while_tasks_change_and_not_after_another_writer(lab: Lab
              message="the other writer's change cached")
     problem(lab.merge(path, {"round": "stale"}, **{"If-Match": tag}), 412, "SVC001")
     assert lab.labels(lab.crash)["round"] == "4"
-    problem(lab.merge(path, {"round": "x"}, **{"If-Match": f'"a", *'}), 400, "API016")
+    problem(lab.merge(path, {"round": "x"}, **{"If-Match": '"a", *'}), 400, "API016")
     problem(lab.merge(path, {"round": "x"}, **{"If-Match": "unquoted"}), 400, "API016")
     assert lab.labels(lab.crash)["round"] == "4"
 
