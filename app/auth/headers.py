@@ -82,7 +82,7 @@ def parse_grants(value: str | None, header: str) -> tuple[ProviderGrant, ...]:
         return ()
     try:
         document = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):   # a deeply nested array is no grant list either (not a 500)
         document = None
     if not isinstance(document, list):
         log.warning("provider grants header %s is not a JSON array: ignored (no grants)", header,

@@ -346,3 +346,7 @@ def test_subject_header_cannot_be_the_secret_header() -> None:
     with pytest.raises(ConfigError):
         provider(headers_subject="X-Proxy-Secret", headers_secret_header="x-proxy-secret",
                  headers_secret_value=SECRET)
+
+
+def test_a_deeply_nested_grants_header_gives_no_grants_not_a_500() -> None:
+    assert parse_grants("[" * 5000 + "]" * 5000, "X-Acl") == ()
