@@ -47,7 +47,7 @@ from app.http import idempotency, respond
 from app.http.acl import current_access
 from app.http.allow import write_refusal
 from app.http.conditional import compute_etag, parse_if_match
-from app.http.issued_tags import issued_tags, remember_for
+from app.http.issued_tags import issued_tags, record_issued, remember_for
 from app.http.jsonld import envelope
 from app.http.request_id import current_request_id
 from app.resources import ResourceKind
@@ -406,11 +406,17 @@ def answer_detail(entry: Entry | None, *, status: int = 200, members: dict[str, 
 
 def answer_document(path: str, jsonld_type: str, members: dict[str, Any], *, status: int = 200,
                     cache_control: str = "no-cache") -> Response:
-    """A sub-resource (or other non-detail) answer: ``{@context, @id: path, @type, ...members}``."""
+    """A sub-resource (or other non-detail) answer: ``{@context, @id: path, @type, ...members}``. A write
+    answering the representation of its own URL (a sub-resource PUT/PATCH, no ``rollout``) carries that
+    representation's ETag, remembered like a GET's, so the next write can send it in ``If-Match``."""
     base = respond.base_path()
     body = envelope(base, path, jsonld_type)
     body.update(members)
-    return respond.document(body, status=status, cache_control=cache_control)
+    response = respond.document(body, status=status, cache_control=cache_control)
+    if request.method in ("PUT", "PATCH") and path == request.path and "rollout" not in members:
+        response.headers["ETag"] = compute_etag(response.get_data(), response.mimetype or "")
+        record_issued(request, response.headers["ETag"])
+    return response
 
 
 def created(location: str, build: Callable[[], Response]) -> Response:

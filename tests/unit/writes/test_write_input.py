@@ -202,3 +202,17 @@ def test_env_names_and_values_the_engine_cannot_hold_are_refused(lab: tuple[Flas
     patched = client.patch(f"/services/{SVC_WEB}/env", data=json.dumps(env), content_type=MERGE)
     assert code(patched) == "API006"
     assert writer.calls == []
+
+
+def test_a_sub_resource_write_answer_carries_the_tag_of_its_url(lab: tuple[FlaskClient, FakeWriter, Harness]) -> None:
+    client, _, _ = lab
+    first = client.patch(f"/services/{SVC_WEB}/labels", data=json.dumps({"tier": "a"}), content_type=MERGE)
+    assert first.status_code == 200
+    assert first.headers["ETag"] == client.get(f"/services/{SVC_WEB}/labels").headers["ETag"]   # a GET's bytes
+    chained = client.patch(f"/services/{SVC_WEB}/labels", data=json.dumps({"tier": "b"}), content_type=MERGE,
+                           headers={"If-Match": first.headers["ETag"]})
+    assert chained.status_code == 200, chained.get_data(as_text=True)
+    stale = client.patch(f"/services/{SVC_WEB}/labels", data=json.dumps({"tier": "c"}), content_type=MERGE,
+                         headers={"If-Match": first.headers["ETag"]})
+    assert stale.status_code == 412
+
