@@ -162,6 +162,7 @@ class Persister:
             log.error("state store unavailable; running without persistence",
                       extra={"path": self.path, "error": describe_error(exc)})
             self._release_lock()
+            self._stop_pool()
             return False
         self._log_set_aside()
         self._restore(loaded, started)
@@ -383,10 +384,11 @@ class Persister:
         self._stop_pool()
 
     def _close(self, database: Database, clean: bool) -> None:
+        """Close; a failure here (the clean mark or the checkpoint on a full disk) loses nothing committed:
+        an unwritten clean mark only makes the next start continue past a gap."""
         try:
             database.close(clean=clean)
         except Exception as exc:
-            clean = False
             log.error("closing the state store failed", extra={"path": self.path, "error": describe_error(exc)})
         extra = {"path": self.path, "last_seq": self._cache.history.last_seq, "flushes": self.stats.flushes}
         if clean:
