@@ -26,6 +26,8 @@ class UnsafeHeaderValue(ValueError):
 
 def decoded(value: str) -> str:
     """A WSGI header value (bytes carried as Latin-1 text) as UTF-8 text. :raises UnsafeHeaderValue:"""
+    if value.isascii():       # the common case: ASCII is UTF-8 as it is
+        return value
     try:
         return value.encode("latin-1").decode("utf-8")
     except (UnicodeEncodeError, UnicodeDecodeError):
@@ -35,12 +37,14 @@ def decoded(value: str) -> str:
 def is_printable(text: str, *, tabs: bool = False) -> bool:
     """Every character printable (letters, marks, digits, punctuation, symbols, U+0020); ``tabs`` also
     lets HTAB through (JSON whitespace in the grants header)."""
-    return text.isprintable() if not tabs else text.replace("\t", " ").isprintable()
+    return text.isprintable() if not (tabs and "\t" in text) else text.replace("\t", " ").isprintable()
 
 
 def identity_text(value: str, *, tabs: bool = False) -> str:
     """The value decoded and trimmed of SP/HTAB (possibly empty). :raises UnsafeHeaderValue: not UTF-8, or
     an unprintable character left inside (``tabs``: HTAB allowed inside)."""
+    if value.isascii() and value.isprintable():   # the common case, already safe (no HTAB either)
+        return value.strip(OWS)
     text = decoded(value).strip(OWS)
     if not is_printable(text, tabs=tabs):
         raise UnsafeHeaderValue("holds a control, format or non-HTTP whitespace character")
