@@ -47,8 +47,9 @@ from app.store.lock import DataDirInUse, take_lock
 log = logging.getLogger(__name__)
 
 _thread_sleep = gevent.monkey.get_original("time", "sleep")   # the store thread's sleep, not the hub's
-# When the clock went back, the numbering after an unclean stop still goes this far past the committed end:
-# more than the changes one flush interval can hold (a first full sync of 50,000 tasks is ~60,000 records).
+# When the clock lies behind the committed numbers (it went back), the numbering after an unclean stop goes
+# this far past the committed end instead: more than the changes one flush interval can hold (a first full
+# sync of 50,000 tasks is ~60,000 records).
 SEQ_MARGIN = 1_000_000
 
 
@@ -57,9 +58,11 @@ def resume_after_gap(committed: int, now: float | None = None) -> int:
 
     Every number ever handed out is at most the microseconds since the Unix epoch at that moment (sequences
     start at :func:`~app.cache.history.sequence_base` and take less than one number per microsecond), so
-    the clock now lies past every number the dead process may have sent; ``SEQ_MARGIN`` guards a clock
-    that went back."""
-    return max(sequence_base(now), committed + SEQ_MARGIN)
+    the clock now lies past every number the dead process may have sent. The gap never runs ahead of the
+    clock while the clock is sane (that would break the rule for the next crash); only a clock behind the
+    committed numbers (it went back) gets ``SEQ_MARGIN`` past them."""
+    clock = sequence_base(now)
+    return clock if clock > committed else committed + SEQ_MARGIN
 
 
 T = TypeVar("T")

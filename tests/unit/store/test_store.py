@@ -17,7 +17,7 @@ from app.cache.store import Cache
 from app.resources import ResourceKind
 from app.store.database import APPLICATION_ID, FILE_NAME, Database
 from app.store.lock import DataDirInUse
-from app.store.persister import SEQ_MARGIN, Persister
+from app.store.persister import SEQ_MARGIN, Persister, resume_after_gap
 from tests.unit.objects import CFG_OTHER, SVC_WEB, Raw, cluster
 
 K = ResourceKind
@@ -307,7 +307,7 @@ def test_an_unclean_stop_keeps_every_committed_record_and_continues_past_a_gap(
     assert _state(restored) == _state(cache) and _ring(restored) == _ring(cache)
     assert again.epoch == store.epoch
     resumed = restored.history.last_seq
-    assert resumed >= max(committed + SEQ_MARGIN, sequence_base() - 60_000_000)
+    assert committed < resumed <= sequence_base() and resumed > sequence_base() - 60_000_000   # the clock
     assert restored.history.since(committed) == []                    # up to date: nothing after it yet
     assert restored.history.since(committed + 1) is None              # inside the gap: sync
     assert restored.history.since(resumed - 1) is None
@@ -348,3 +348,11 @@ def test_the_runtime_restores_before_its_watcher_syncs_and_flushes_at_stop(tmp_p
     memory.start()   # without persistence a new sequence starts above every earlier number
     assert memory.cache.history.oldest_seq is not None and memory.cache.history.oldest_seq > last
     memory.stop()
+
+
+def test_the_gap_follows_the_clock_and_only_a_clock_behind_the_numbers_gets_the_margin() -> None:
+    now = 1_800_000_000.0
+    assert resume_after_gap(sequence_base(now) - 5_000, now) == sequence_base(now)    # sane: the clock
+    assert resume_after_gap(7_170, now) == sequence_base(now)                          # an old small sequence
+    behind = sequence_base(now) + 42
+    assert resume_after_gap(behind, now) == behind + SEQ_MARGIN                        # the clock went back

@@ -123,7 +123,7 @@ def test_pending_changes_are_bounded_in_bytes_then_the_file_is_rewritten_from_th
         _bump_web(cache, "x" * 3000 + str(number))
         assert store.status().pending_bytes <= 40_000
         gevent.sleep(0.005)
-    assert store.stats.dropped_changes > 0 and store._rewrite
+    assert store.stats.dropped_changes > 0 and store.stats.write_errors >= 1
     _free(store)
     _wait(lambda: store.stats.rewrites >= 1 and not store.health.failing)
     store.stop()
@@ -204,3 +204,35 @@ def test_readiness_and_metrics_carry_the_store_state(tmp_path: Path, with_store:
             _wait(lambda: client.get("/-/ready").get_json()["store"]["state"] == "ok")
     finally:
         harness.stop()
+
+
+def test_a_gap_that_cannot_be_recorded_at_start_is_still_covered_by_the_clock(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    cache, store = _started(tmp_path)
+    cache.replace_all(cluster())
+    _wait(lambda: store.stats.flushes >= 1)
+    store._db = None            # killed: never closed in order
+    store._release_lock()
+    store._stopping.set()
+
+    def full(self: Database, last_seq: int) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Database, "continue_after", full)
+    second = Cache()
+    with caplog.at_level(logging.WARNING, logger="app.store"):
+        again = Persister(second, str(tmp_path / FILE_NAME), lock_timeout=0.3)
+        assert again.start()
+    warned = [r for r in caplog.records if "not closed in order" in r.getMessage()]
+    assert warned and "database or disk is full" in str(warned[0].__dict__["gap_not_recorded"])
+    assert second.history.last_seq > cache.history.last_seq   # the gap holds in memory
+    sent = second.history.last_seq
+    again._db = None            # killed again before anything was written
+    again._release_lock()
+    again._stopping.set()
+    monkeypatch.undo()
+    third = Cache()
+    last = Persister(third, str(tmp_path / FILE_NAME), lock_timeout=0.3)
+    assert last.start()
+    assert third.history.last_seq > sent                      # the clock moved on: past what the second sent
+    last.stop()
