@@ -57,13 +57,15 @@ class _RuntimeCollector(Collector):
                                   value=stats.reconnects)
         incidents = CounterMetricFamily(
             "shoal_watcher_incidents", "Watcher incidents by kind (buffer overflows, silent streams, inspect "
-            "retries and abandons, stale engine answers refused, loop restarts, task listing failures).",
+            "retries and abandons, stale engine answers refused, loop restarts, task listing failures, "
+            "liveness probes the engine did not answer in time).",
             labels=["incident"])
         polls = runtime.watcher.task_poller.stats
         for name, value in (("buffer_overflow", stats.buffer_overflows), ("silent_stream", stats.silent_streams),
                             ("inspect_retry", stats.inspect_retries), ("inspect_abandoned", stats.inspects_abandoned),
                             ("stale_answer", stats.stale_answers), ("loop_restart", stats.loop_restarts),
-                            ("stale_task_listing", polls.stale_listings), ("task_listing_failure", polls.failures)):
+                            ("stale_task_listing", polls.stale_listings), ("task_listing_failure", polls.failures),
+                            ("probe_failure", stats.probe_failures)):
             incidents.add_metric([name], value)
         yield incidents
         listings = CounterMetricFamily("shoal_task_listings", "Task listings by scope (one service, or all).",

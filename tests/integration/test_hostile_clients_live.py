@@ -82,6 +82,10 @@ def test_a_frozen_engine_is_stale_within_three_seconds(hostile_server: tuple[str
         assert nodes.status_code == 200 and nodes.headers["Cache-Freshness"] == "stale", nodes.headers
         ready = requests.get(f"{base}/-/ready", timeout=2).json()
         assert ready["engineConnected"] is False and ready["status"] == "not_ready", ready
+        metrics = requests.get(f"{base}/-/metrics", timeout=2).text
+        assert 'shoal_engine_connected 0.0' in metrics
+        assert 'shoal_watcher_incidents_total{incident="probe_failure"} 0.0' not in metrics
+        assert 'shoal_watcher_incidents_total{incident="probe_failure"}' in metrics
     finally:
         os.kill(pid, signal.SIGCONT)
     print(f"\nfrozen engine → /-/ready 503 and Cache-Freshness stale after {detected:.2f} s")
