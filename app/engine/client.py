@@ -8,7 +8,8 @@ types, the events stream) stays in this module. Engine failures, timeouts includ
 Timeouts: every call has a connect and a per-read timeout (``timeout``); task listings, whose bodies grow
 with the cluster (6.9 MB for 10,000 tasks), also have a total deadline (``listing_timeout``). The event
 stream has the connect timeout only: a healthy idle engine sends nothing for as long as nothing happens, so
-a read timeout cannot tell silence from death; the watcher's resync detects a silent stream instead.
+a read timeout cannot tell silence from death; the watcher's resync detects a silent stream instead, and
+its liveness probe (``ping``, 1 s timeout, every second) a frozen engine.
 
 Task listings never decode on the hub: the body is read cooperatively, then decoded element by element and
 indexed (``prepare_listing``) in gevent's threadpool. The per-element loop is Python code, so the GIL is
