@@ -126,6 +126,10 @@ limit_request_line = 8190
 limit_request_fields = 100
 limit_request_field_size = 8190
 workers = 1
+# gunicorn >= 25.1 opens a control socket at one per-user path ($XDG_RUNTIME_DIR or ~/.gunicorn/gunicorn.ctl)
+# for every instance: a second service on the same host took the first one's socket, and `gunicornc` could
+# add workers, which would split the cache. Off (remove this line to use gunicornc, with --control-socket PATH).
+control_socket_disable = True
 worker_connections = 2000          # well above the 256 + 128 + 64 stream caps plus ordinary requests
 timeout = 30
 # SIGTERM → the master SIGKILLs a worker still running after graceful_timeout. Waiting writes are answered
