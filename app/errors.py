@@ -163,6 +163,9 @@ REGISTRY: dict[str, ErrorDef] = _defs(
     ("SSE002", 400, "Unknown event type",
      "The types parameter of /events names a type that has no events.",
      "Use a comma list of node, service, task, config, secret, network, volume, stack."),
+    ("SSE003", 403, "Cross-origin stream refused",
+     "A page on an origin that server.cors.origins does not allow opened an event stream.",
+     "Serve the page from this service's origin, or add its origin to server.cors.origins."),
     # ENG: container engine
     ("ENG001", 503, "Engine unavailable",
      "The container engine is unreachable, or the cache has not finished its first sync.",

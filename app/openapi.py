@@ -13,9 +13,11 @@ from flask_smorest import Api
 from app.auth.oidc_routes import document_login_redirects
 from app.blueprints.docs import IDEMPOTENCY_KEY, IDEMPOTENT_MARKER
 from app.http.auth import BYPASS_PREFIXES
+from app.http.cors import document_preflight
 from app.http.feed_docs import document_feeds
 from app.http.negotiation import JSON, JSON_V1
 from app.http.options import document_options
+from app.schemas.jsonld_keys import separate_component_keywords
 from app.streams.openapi_doc import document_streams
 
 API_KEY = "shoal.api"
@@ -94,6 +96,8 @@ def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
     document_streams(document, base_path)
     document_login_redirects(document)
     document_options(document, _UNAUTHENTICATED, _DEFAULT_PROBLEM)
+    document_preflight(document)
+    separate_component_keywords(document.get("components", {}).get("schemas", {}))  # generators: @id vs id
     return document
 
 

@@ -284,6 +284,31 @@ def _prometheus_url(text: str) -> str | None:
     return value.rstrip("/")
 
 
+def _origins(text: str) -> tuple[str, ...]:
+    """``*`` alone, or a comma list of serialized origins (``https://ui.example``, ``http://127.0.0.1:8080``),
+    normalised as browsers send them: scheme and host lower-case, no default port, no path."""
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    if parts == ["*"]:
+        return ("*",)
+    found: list[str] = []
+    for part in parts:
+        if part == "*":
+            raise ValueError("* must stand alone (it allows every origin)")
+        split = urlsplit(part)
+        if split.scheme.lower() not in ("http", "https") or not split.hostname or split.username is not None \
+                or split.path not in ("", "/") or split.query or split.fragment:
+            raise ValueError(f"{part!r} is not an origin (scheme://host[:port], no path)")
+        try:
+            port = split.port
+        except ValueError:
+            raise ValueError(f"{part!r}: malformed port") from None
+        scheme, host = split.scheme.lower(), split.hostname.lower()
+        host = f"[{host}]" if ":" in host else host
+        default = {"http": 80, "https": 443}[scheme]
+        found.append(f"{scheme}://{host}" + (f":{port}" if port not in (None, default) else ""))
+    return tuple(dict.fromkeys(found))
+
+
 def _readable_file(text: str) -> str | None:
     value = text.strip()
     if not value:
@@ -336,6 +361,8 @@ KEYS: tuple[Key, ...] = (
     Key("tls_key", "tls.key", "SERVICE_TLS_KEY", _readable_file, _STR),
     Key("auth_mode", "auth.mode", "SERVICE_AUTH_MODE", _auth_mode, _STR),
     Key("trusted_proxies", "server.trusted_proxies", "SERVICE_TRUSTED_PROXIES", _networks, _STR),
+    Key("cors_origins", "server.cors.origins", "SERVICE_CORS_ORIGINS", _origins, _STR),
+    Key("cors_credentials", "server.cors.credentials", "SERVICE_CORS_CREDENTIALS", _bool, _BOOL),
     Key("oidc_issuer", "auth.oidc.issuer", "SERVICE_AUTH_OIDC_ISSUER", _http_url, _STR),
     Key("oidc_client_id", "auth.oidc.client_id", "SERVICE_AUTH_OIDC_CLIENT_ID", _text, _STR),
     Key("oidc_client_secret", "auth.oidc.client_secret", "SERVICE_AUTH_OIDC_CLIENT_SECRET", _text, _STR),
@@ -365,6 +392,11 @@ KEYS: tuple[Key, ...] = (
         _byte_size(1024**2, 64 * 1024**3), _INT),
     Key("data_dir", "storage.data_dir", "SERVICE_DATA_DIR", _data_dir, _STR),
     Key("storage_snapshot", "storage.snapshot", "SERVICE_SNAPSHOT", _bool, _BOOL),
+    # the audit trail in the store (docs/state-store.md): kept by age and bytes, beyond the in-memory ring
+    Key("history_retention", "storage.history_retention", "SERVICE_HISTORY_RETENTION", _positive_duration,
+        _DURATION),
+    Key("history_archive_max_bytes", "storage.history_max_bytes", "SERVICE_HISTORY_ARCHIVE_MAX_BYTES",
+        _byte_size(1024**2, 1024**4), _INT),
     # write safety (docs/writes.md): bounds on what a write may ask, engine-call timeout, Idempotency-Key store
     Key("writes_max_replicas", "writes.max_replicas", "SERVICE_WRITES_MAX_REPLICAS", _ranged_int(0, 1_000_000),
         _INT),
@@ -384,9 +416,9 @@ KEYS: tuple[Key, ...] = (
 )
 
 # Keys of the reference (§6) that this version recognises but does not implement (fnmatch patterns).
-PENDING_TOML = ("server.pprof", "server.cors.*", "auth.tailscale.*", "acl.labels", "acl.tailscale_capability",
+PENDING_TOML = ("server.pprof", "auth.tailscale.*", "acl.labels", "acl.tailscale_capability",
                  "sizing.*", "mcp.*")
-PENDING_ENV = ("SERVICE_PPROF", "SERVICE_CORS_ORIGINS", "SERVICE_AUTH_TAILSCALE_*", "SERVICE_ACL_LABELS",
+PENDING_ENV = ("SERVICE_PPROF", "SERVICE_AUTH_TAILSCALE_*", "SERVICE_ACL_LABELS",
                 "SERVICE_SIZING_*", "SERVICE_MCP*")
 # Keys whose values are secrets: a bad value is never echoed in an error or a log.
 SECRET_FIELDS = frozenset({"oidc_client_secret", "oidc_session_key", "headers_secret_value"})

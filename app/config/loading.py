@@ -203,6 +203,13 @@ def _check_auth(values: dict[str, Any]) -> None:
         _require(values, mode, "cert_ca", "tls_cert", "tls_key")
 
 
+def _check_cors(values: Mapping[str, Any]) -> None:
+    """Credentials go only to listed origins: with ``*`` any page could act with the browser's session."""
+    if values.get("cors_credentials") and values.get("cors_origins", ()) == ("*",):
+        raise ConfigError("server.cors.credentials / SERVICE_CORS_CREDENTIALS needs server.cors.origins / "
+                          "SERVICE_CORS_ORIGINS to list the origins, not *")
+
+
 # --------------------------------------------------------------------------- loading
 def _ignored(names: Iterable[str], known: frozenset[str], pending: Sequence[str],
              strip: str = "") -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -243,6 +250,7 @@ def load_settings(environ: Mapping[str, str] | None = None, config_path: str | N
         values["docker_host"] = default_host
     _check_tls(values.get("tls_cert"), values.get("tls_key"))
     _check_auth(values)
+    _check_cors(values)
     from app.acl.source import check_policy  # here: app.acl imports app.config
     check_policy(values)
     return Settings(**values, report=_report(path, document, environ))

@@ -64,6 +64,8 @@ class Settings:
     tls_key: str | None = None
     auth_mode: str = "none"             # none, headers, oidc, cert (app.auth)
     trusted_proxies: tuple[str, ...] = ()   # CIDRs whose X-Forwarded-For is trusted; required for headers
+    cors_origins: tuple[str, ...] = ()      # origins whose pages may call the API (app.http.cors); ("*",): any
+    cors_credentials: bool = False          # Access-Control-Allow-Credentials (cookies) for those origins
     oidc_issuer: str | None = None
     oidc_client_id: str | None = None
     oidc_client_secret: str | None = field(default=None, repr=False)
@@ -88,6 +90,8 @@ class Settings:
     history_max_bytes: int = 64 * 1024 * 1024
     data_dir: str = "./data"           # the state store's directory (app.store); ":memory:" keeps no state
     storage_snapshot: bool = True      # persist history, sequence and snapshot; load them at start
+    history_retention: float = 30 * 86400.0            # the store keeps records this long (seconds) …
+    history_archive_max_bytes: int = 1024 ** 3         # … and within this many estimated bytes
     writes_max_replicas: int = 1000         # a write may not ask more replicas (or job concurrency) than this
     writes_max_labels: int = 256            # labels per object (service, container, node, config, secret...)
     writes_max_env: int = 1000              # environment entries per service

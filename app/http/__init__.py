@@ -22,6 +22,7 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from app.errors import ProblemError
 from app.http.allow import add_allow
 from app.http.conditional import apply_conditional
+from app.http.cors import init_cors
 from app.http.exact_names import init_exact_names
 from app.http.feeds import feed_query
 from app.http.formats import SUFFIX_KEY, requested_format
@@ -101,6 +102,7 @@ def _range_not_satisfiable(error: RangeNotSatisfiable) -> Response:
 def init_http(app: Flask) -> None:
     app.url_map.merge_slashes = False
     init_request_id(app)
+    init_cors(app)   # before authentication (init_auth): a CORS preflight carries no credentials
     app.before_request(_relative_redirect)
     init_problems(app)
     app.register_error_handler(NotFound, _not_found)
