@@ -11,6 +11,13 @@ is exceeded, but the newest record always stays, so ``since`` can tell a client 
 shared by two records (the ``after`` of one is the ``before`` of the next, and the live cache holds the
 latest) is counted for each, so the bound overestimates what the ring alone keeps alive.
 
+Related changes (``ref_changed``: a task or a referenced object of the record's object changed) keep a lane
+of their own, bounded to a quarter of both bounds (``RELATED_SHARE``), so a crash-looping service's flood of
+them never evicts a change of an object itself (issue 17): the changes of objects keep the whole
+``capacity`` and ``max_bytes``. Readers see one sequence: ``newest_first`` and ``since`` merge the lanes
+lazily by number. A replay (``since``) from before a related change that left its lane answers ``None``
+(resync), as for any record that left the ring: detail streams never miss one silently.
+
 Numbers are unique forever, not only within one process (``app.store`` and docs/state-store.md): a new
 sequence starts at :func:`sequence_base` (microseconds since the Unix epoch), and after an unclean stop the
 numbering goes on past a gap that covers every number the dead process may have sent without committing it.
@@ -22,6 +29,7 @@ ring) or ``last_seq``; any other number (inside a gap, ahead, before this sequen
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 import time
 from collections import deque
@@ -34,6 +42,7 @@ from app.resources import ResourceKind
 
 RECORD_OVERHEAD = 240   # bytes: the Change object, its id/name strings, its slot in the ring
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+RELATED_SHARE = 4       # related changes keep a lane of capacity / 4 records and max_bytes / 4 bytes
 
 
 class Action(Enum):
@@ -56,16 +65,67 @@ class Change:
     size: int = field(default=RECORD_OVERHEAD, repr=False, compare=False)   # estimated bytes held
 
 
+class _Lane:
+    """One bounded run of records in sequence order; the oldest go first, the newest always stays."""
+
+    __slots__ = ("bytes", "capacity", "lost", "max_bytes", "records")
+
+    def __init__(self, capacity: int, max_bytes: int) -> None:
+        self.records: deque[Change] = deque()
+        self.capacity = capacity
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.lost = 0          # the newest number evicted: a replay from before it would miss a record
+
+    def append(self, change: Change) -> None:
+        self.records.append(change)
+        self.bytes += change.size
+
+    def trim(self) -> None:
+        records = self.records
+        while len(records) > 1 and (len(records) > self.capacity or self.bytes > self.max_bytes):
+            gone = records.popleft()
+            self.bytes -= gone.size
+            self.lost = max(self.lost, gone.seq)
+
+    def index_after(self, seq: int) -> int:
+        """Position of the first record numbered above ``seq`` (by position when consecutive)."""
+        records = self.records
+        if not records:
+            return 0
+        if records[-1].seq - records[0].seq == len(records) - 1:
+            return min(len(records), max(0, seq - records[0].seq + 1))
+        return bisect.bisect_right(records, seq, key=_seq_of)
+
+    def get(self, seq: int) -> Change | None:
+        records = self.records
+        if not records or not records[0].seq <= seq <= records[-1].seq:
+            return None
+        index = self.index_after(seq) - 1
+        change = records[index] if index >= 0 else None
+        return change if change is not None and change.seq == seq else None
+
+    def newest_first(self, before: int | None) -> Iterator[Change]:
+        found = reversed(self.records)
+        if before is None or not self.records:
+            return found
+        skip = len(self.records) - self.index_after(before - 1)
+        return itertools.islice(found, skip, None) if skip > 0 else found
+
+    def after(self, seq: int) -> list[Change]:
+        return list(itertools.islice(self.records, self.index_after(seq), None))
+
+
 class History:
-    """A ring of the last ``capacity`` changes within ``max_bytes``, searchable by sequence number."""
+    """The last ``capacity`` changes within ``max_bytes``, searchable by sequence number; related changes
+    (``ref_changed``) kept beside them in a lane of their own, so they never evict a change of an object."""
 
     def __init__(self, capacity: int = 10_000, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         if capacity < 1 or max_bytes < 1:
             raise ValueError("history capacity and byte bound must be positive")
-        self._ring: deque[Change] = deque()
-        self._capacity = capacity
+        self._own = _Lane(capacity, max_bytes)
+        self._related = _Lane(max(1, capacity // RELATED_SHARE), max(1, max_bytes // RELATED_SHARE))
         self._max_bytes = max_bytes
-        self._bytes = 0
         self._seq = 0
 
     @property
@@ -74,16 +134,32 @@ class History:
 
     @property
     def oldest_seq(self) -> int | None:
-        return self._ring[0].seq if self._ring else None
+        fronts = [lane.records[0].seq for lane in (self._own, self._related) if lane.records]
+        return min(fronts) if fronts else None
+
+    @property
+    def complete_after(self) -> int:
+        """Every record numbered above this is in the ring (0: none ever left it); below, a lane lost some
+        (``app.history.archive`` reads those pages from the store)."""
+        return max(self._own.lost, self._related.lost)
 
     @property
     def max_bytes(self) -> int:
+        """The bound on changes of objects; related changes may add up to a quarter of it."""
         return self._max_bytes
 
     @property
     def bytes(self) -> int:
         """Estimated bytes of the records kept (the sum of their ``size``)."""
-        return self._bytes
+        return self._own.bytes + self._related.bytes
+
+    @property
+    def related_count(self) -> int:
+        """How many related changes (``ref_changed``) the ring holds."""
+        return len(self._related.records)
+
+    def _lane(self, action: Action) -> _Lane:
+        return self._related if action is Action.REF_CHANGED else self._own
 
     def record(self, kind: ResourceKind, action: Action, object_id: str, name: str,
                before: dict[str, Any] | None, after: dict[str, Any] | None, size: int = 0) -> Change:
@@ -91,9 +167,9 @@ class History:
         self._seq += 1
         change = Change(self._seq, kind, action, object_id, name, time.time(), before, after,
                         RECORD_OVERHEAD + size)
-        self._ring.append(change)
-        self._bytes += change.size
-        self._trim()
+        lane = self._lane(action)
+        lane.append(change)
+        lane.trim()
         return change
 
     def restore(self, records: Iterable[Change], last_seq: int) -> None:
@@ -102,71 +178,62 @@ class History:
         lie past the newest record (the end of a gap); records past it were never committed and are dropped.
 
         Only an empty, never-used ring can be restored: numbers already handed out must not be reused."""
-        if self._seq or self._ring:
+        if self._seq or self._own.records or self._related.records:
             raise ValueError("only an empty history can be restored")
         if last_seq < 0:
             raise ValueError("the sequence cannot be negative")
         self._seq = last_seq
+        newest = 0
         for change in records:
-            if change.seq > last_seq or (self._ring and change.seq <= self._ring[-1].seq):
+            if change.seq > last_seq or change.seq <= newest:
                 continue
-            self._ring.append(change)
-            self._bytes += change.size
-        self._trim()
-
-    def _trim(self) -> None:
-        while len(self._ring) > 1 and (len(self._ring) > self._capacity or self._bytes > self._max_bytes):
-            self._bytes -= self._ring.popleft().size
+            newest = change.seq
+            self._lane(change.action).append(change)
+        self._own.trim()
+        self._related.trim()
 
     @property
     def has_holes(self) -> bool:
-        """Whether the ring's numbers are not consecutive (a gap after an unclean stop lies inside it)."""
-        return bool(self._ring) and self._ring[-1].seq - self._ring[0].seq != len(self._ring) - 1
+        """Whether the ring's numbers are not consecutive (a gap after an unclean stop, or related changes
+        evicted before the changes of objects around them)."""
+        oldest = self.oldest_seq
+        return oldest is not None and self._newest_kept() - oldest != len(self) - 1
 
-    def _index_after(self, seq: int) -> int:
-        """Position of the first record numbered above ``seq``."""
-        if not self.has_holes:
-            return min(len(self._ring), max(0, seq - self._ring[0].seq + 1))
-        return bisect.bisect_right(self._ring, seq, key=_seq_of)
+    def _newest_kept(self) -> int:
+        return max((lane.records[-1].seq for lane in (self._own, self._related) if lane.records), default=0)
+
+    def _is_position(self, seq: int) -> bool:
+        """A record's number or the number just before one (a run's start: a sequence's start, the end of
+        a gap, a record that left the ring)."""
+        return any(lane.get(number) is not None for lane in (self._own, self._related) for number in (seq, seq + 1))
 
     def since(self, seq: int) -> list[Change] | None:
         """Changes after ``seq``; None when ``seq`` is not a position of this sequence that the ring can
-        serve (ahead of it, inside a gap, before this sequence, or fallen out of the ring): resync."""
+        serve completely (ahead of it, inside a gap, before this sequence, or a record after it fell out of
+        the ring, a related change included): resync."""
         if seq > self._seq:
             return None
         if seq == self._seq:
             return []
-        if not self._ring or seq > self._ring[-1].seq:
-            return None   # between the newest record and last_seq: inside a gap (or never a position)
-        if seq == self._ring[-1].seq:
-            return []
-        index = self._index_after(seq)
-        follows = self._ring[index].seq == seq + 1
-        if not follows and not (index and self._ring[index - 1].seq == seq):
+        if seq < max(self._own.lost, self._related.lost) or not self._is_position(seq):
             return None
-        return list(itertools.islice(self._ring, index, None))
+        own, related = self._own.after(seq), self._related.after(seq)
+        return list(heapq.merge(own, related, key=_seq_of)) if related else own
 
     def newest_first(self, before: int | None = None) -> Iterator[Change]:
-        """Records newest first; with ``before``, only those with a smaller sequence number. Without holes
-        the start is found by position (C-level skipping), with holes by bisection: never a scan."""
-        records = reversed(self._ring)
-        if before is None or not self._ring:
-            return records
-        skip = len(self._ring) - self._index_after(before - 1)
-        if skip <= 0:
-            return records
-        return itertools.islice(records, skip, None)
+        """Records newest first; with ``before``, only those with a smaller sequence number. Each lane's
+        start is found by position (C-level skipping) or bisection, never a scan; the lanes merge lazily."""
+        own, related = self._own.newest_first(before), self._related.newest_first(before)
+        if not self._related.records:
+            return own
+        return heapq.merge(own, related, key=_seq_of, reverse=True)
 
     def get(self, seq: int) -> Change | None:
         """The record with this sequence number, None when it is not (or no longer) in the ring."""
-        if not self._ring or not self._ring[0].seq <= seq <= self._ring[-1].seq:
-            return None
-        index = self._index_after(seq) - 1
-        change = self._ring[index] if index >= 0 else None
-        return change if change is not None and change.seq == seq else None
+        return self._own.get(seq) or self._related.get(seq)
 
     def __len__(self) -> int:
-        return len(self._ring)
+        return len(self._own.records) + len(self._related.records)
 
 
 def _seq_of(change: Change) -> int:

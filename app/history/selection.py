@@ -9,9 +9,12 @@ request never walks a large ring (up to 1,000,000 records): when the budget runs
 cut there, possibly short or empty, and its ``next`` cursor continues the walk where it stopped.
 
 Parameters (reference §3.3; ``action`` is the issue's addition): ``type`` (a kind), ``resourceId`` (exact
-id; stacks and volumes by name), ``action`` (create, update, remove, ref_changed); a bad value is a 400
-``API012``. ``before``: ASCII digits (more than 18: newest); anything else is ``API012``. ``limit``: 1..200,
-default 50, larger values clamped, invalid ones ignored (as on the lists).
+id; stacks and volumes by name), ``action`` (a comma-separated list of create, update, remove, ref_changed);
+a bad value is a 400 ``API012``. Without ``action`` a page shows changes of the objects themselves
+(``DEFAULT_ACTIONS``: create, update, remove): related changes (``ref_changed``, a task or a referenced
+object changed) flood the history when a service crash-loops (issue 17), so they are shown on request only.
+``before``: ASCII digits (more than 18: newest); anything else is ``API012``. ``limit``: 1..200, default 50,
+larger values clamped, invalid ones ignored (as on the lists).
 
 ACL: ``HistoryFilter.readable`` (the caller's read predicate over records, ``app.http.acl_read``) is one
 more filter, judged per record inside the walk, so a page holds ``limit`` readable entries and its cursor
@@ -36,6 +39,11 @@ SCAN_BUDGET = 5_000
 Match = Callable[[Change], bool]
 _KINDS = {kind.value: kind for kind in ResourceKind}
 _ACTIONS = {action.value: action for action in Action}
+DEFAULT_ACTIONS = frozenset({Action.CREATE, Action.UPDATE, Action.REMOVE})
+_ONE_ACTION = "(" + "|".join(_ACTIONS) + ")"
+ACTION_PATTERN = f"^{_ONE_ACTION}(,{_ONE_ACTION})*$"
+ACTION_DESCRIPTION = ("only entries of these actions, comma-separated (API012 otherwise); default "
+                      "create,update,remove: related changes (ref_changed) are shown on request only")
 _STACK_MEMBERS = (ResourceKind.SERVICE, ResourceKind.CONFIG, ResourceKind.SECRET, ResourceKind.NETWORK,
                   ResourceKind.VOLUME, ResourceKind.TASK)
 
@@ -44,14 +52,14 @@ _STACK_MEMBERS = (ResourceKind.SERVICE, ResourceKind.CONFIG, ResourceKind.SECRET
 class HistoryFilter:
     kind: ResourceKind | None = None
     object_id: str | None = None
-    action: Action | None = None
+    action: frozenset[Action] | None = None   # None: every action (callers that select by scope alone)
     scope: Match | None = None          # a predicate beyond the flat filters (a stack's members, a search)
     readable: Match | None = None       # the ACL: records the caller may read (None: all)
 
     def matches(self, change: Change) -> bool:
         return ((self.kind is None or change.kind is self.kind)
                 and (self.object_id is None or change.id == self.object_id)
-                and (self.action is None or change.action is self.action)
+                and (self.action is None or change.action in self.action)
                 and (self.scope is None or self.scope(change))
                 and (self.readable is None or self.readable(change)))
 
@@ -75,13 +83,24 @@ class Selection:
 
 def parse_filter(args: Mapping[str, str], *, targets: bool) -> HistoryFilter:
     """``action`` everywhere; ``type`` and ``resourceId`` only where the URL does not fix them (``targets``)."""
-    action = _choice(args, "action", _ACTIONS)
+    action = parse_actions(args.get("action"))
     if not targets:
         return HistoryFilter(action=action)
     object_id = args.get("resourceId")
     if object_id is not None and not object_id.strip():
         raise ProblemError("API012", detail="resourceId must not be empty.")
     return HistoryFilter(kind=_choice(args, "type", _KINDS), object_id=object_id, action=action)
+
+
+def parse_actions(text: str | None) -> frozenset[Action]:
+    """``action``: a comma-separated list of actions (``update,ref_changed``); absent: ``DEFAULT_ACTIONS``."""
+    if text is None:
+        return DEFAULT_ACTIONS
+    names = text.split(",")
+    if len(names) > len(_ACTIONS) * 2 or any(name.strip() not in _ACTIONS for name in names):
+        raise ProblemError("API012", detail=f"action must be a comma-separated list of {', '.join(_ACTIONS)}; "
+                                            f"got {text[:64]!r}.")
+    return frozenset(_ACTIONS[name.strip()] for name in names)
 
 
 def _choice(args: Mapping[str, str], name: str, allowed: Mapping[str, Any]) -> Any:

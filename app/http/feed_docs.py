@@ -10,6 +10,7 @@ from typing import Any
 from apispec import APISpec
 from apispec.ext.marshmallow import MarshmallowPlugin
 
+from app.history.selection import ACTION_DESCRIPTION, ACTION_PATTERN
 from app.http.negotiation import ATOM, FEED_JSON
 
 FEED_MARKER = "x-shoal-feed"
@@ -20,9 +21,8 @@ _FEED_PARAMETERS = [
      "description": "feeds: entries older than this history id (API012 if not digits)"},
     {"in": "query", "name": "limit", "required": False, "schema": {"type": "integer"},
      "description": "entries per page (1..200, default 50; larger values are clamped)"},
-    {"in": "query", "name": "action", "required": False,
-     "schema": {"type": "string", "enum": ["create", "update", "remove", "ref_changed"]},
-     "description": "feeds: only entries of this action (API012 otherwise)"},
+    {"in": "query", "name": "action", "required": False, "schema": {"type": "string", "pattern": ACTION_PATTERN},
+     "description": ACTION_DESCRIPTION},
 ]
 
 

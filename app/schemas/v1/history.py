@@ -7,6 +7,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from app.cache.history import Action
+from app.history.selection import ACTION_DESCRIPTION, ACTION_PATTERN
 from app.resources import ResourceKind
 from app.schemas.v1.envelopes import JsonLdV1, SpecChangeV1
 
@@ -45,8 +46,8 @@ class HistoryQueryV1(Schema):
     type = fields.String(validate=validate.OneOf([k.value for k in ResourceKind]),
                          metadata={"description": "only this kind (API012 otherwise)"})
     resourceId = fields.String(metadata={"description": "only this object (stacks, volumes: name)"})
-    action = fields.String(validate=validate.OneOf([a.value for a in Action]),
-                           metadata={"description": "only this action (API012 otherwise)"})
+    action = fields.String(validate=validate.Regexp(ACTION_PATTERN),
+                           metadata={"description": ACTION_DESCRIPTION, "pattern": ACTION_PATTERN})
     before = fields.Integer(metadata={"description": "cursor: entries with a smaller id (API012 if not digits)"})
     limit = fields.Integer(metadata={"description": "1..200, default 50; larger values are clamped"})
 

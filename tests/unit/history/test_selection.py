@@ -7,7 +7,15 @@ import pytest
 from app.cache.history import Action, History
 from app.cache.store import Cache
 from app.errors import ProblemError
-from app.history.selection import Cursor, HistoryFilter, parse_cursor, parse_filter, select, stack_scope
+from app.history.selection import (
+    DEFAULT_ACTIONS,
+    Cursor,
+    HistoryFilter,
+    parse_cursor,
+    parse_filter,
+    select,
+    stack_scope,
+)
 from app.resources import ResourceKind
 from tests.unit import objects as o
 
@@ -54,7 +62,7 @@ def test_paging_walks_every_record_once_newest_first(limit: int) -> None:
 @pytest.mark.parametrize("limit", [1, 4])
 def test_filtered_paging_walks_exactly_the_matching_records(limit: int) -> None:
     history = _ring(60)
-    wanted = HistoryFilter(kind=K.SERVICE, object_id="id2", action=Action.UPDATE)
+    wanted = HistoryFilter(kind=K.SERVICE, object_id="id2", action=frozenset({Action.UPDATE}))
     expected = [c.seq for c in history.newest_first() if wanted.matches(c)]
     assert expected
     assert _walk(history, wanted, limit)[0] == expected
@@ -80,9 +88,10 @@ def test_the_scan_budget_cuts_a_page_and_the_cursor_resumes_the_walk() -> None:
 
 def test_parse_filter_and_cursor_reject_bad_values_with_api012() -> None:
     assert parse_filter({"type": "service", "action": "ref_changed", "resourceId": "x"}, targets=True) == \
-        HistoryFilter(K.SERVICE, "x", Action.REF_CHANGED)
-    assert parse_filter({"type": "service"}, targets=False) == HistoryFilter()   # fixed by the URL there
-    for args in ({"type": "services"}, {"action": "delete"}, {"resourceId": " "}):
+        HistoryFilter(K.SERVICE, "x", frozenset({Action.REF_CHANGED}))
+    assert parse_filter({"type": "service"}, targets=False) == HistoryFilter(action=DEFAULT_ACTIONS)   # URL's
+    for args in ({"type": "services"}, {"action": "delete"}, {"resourceId": " "}, {"action": ""},
+                 {"action": "update,"}, {"action": ",".join(["update"] * 9)}):
         with pytest.raises(ProblemError) as raised:
             parse_filter(args, targets=True)
         assert raised.value.code == "API012"
@@ -107,3 +116,19 @@ def test_a_stack_scope_takes_the_stack_its_members_and_their_tasks() -> None:
     assert (K.TASK, o.TASK_WEB_1) in chosen
     assert (K.SERVICE, o.SVC_MONITOR) not in chosen and (K.CONFIG, o.CFG_OTHER) not in chosen
     assert (K.TASK, o.TASK_MON_MANAGER) not in chosen
+
+
+def test_without_action_a_page_shows_changes_of_objects_and_a_list_brings_related_ones_back() -> None:
+    assert parse_filter({}, targets=True).action == DEFAULT_ACTIONS == \
+        frozenset({Action.CREATE, Action.UPDATE, Action.REMOVE})
+    assert parse_filter({"action": "update,ref_changed"}, targets=False).action == \
+        frozenset({Action.UPDATE, Action.REF_CHANGED})
+    history = History(100)
+    for index in range(30):
+        history.record(K.SERVICE, Action.REF_CHANGED if index % 3 else Action.UPDATE, "s", "s", None, None)
+    default = select(history, parse_filter({}, targets=True), Cursor(None, 50)).changes
+    assert [c.seq for c in default] == list(range(28, 0, -3))
+    related = select(history, parse_filter({"action": "ref_changed"}, targets=True), Cursor(None, 50)).changes
+    assert len(related) == 20 and all(c.action is Action.REF_CHANGED for c in related)
+    both = select(history, parse_filter({"action": "update,ref_changed"}, targets=True), Cursor(None, 50)).changes
+    assert [c.seq for c in both] == list(range(30, 0, -1))
