@@ -3,7 +3,7 @@ document. The streams of list and detail URLs are routed by their own views (``n
 
 from __future__ import annotations
 
-from flask import Response, current_app
+from flask import Response, current_app, request
 from flask.views import MethodView
 from flask_smorest import Blueprint
 
@@ -41,5 +41,6 @@ class AsyncApi(MethodView):
     @negotiated()
     def get(self) -> Response:
         base = current_runtime().settings.base_path
-        return respond.document(asyncapi_document(openapi_document(current_app), VERSION, base),
+        origin = request.host_url.rstrip("/")   # AsyncAPI wants absolute URLs (externalDocs)
+        return respond.document(asyncapi_document(openapi_document(current_app), VERSION, base, origin),
                                 content_type="application/json", cache_control=STATIC_CACHE)

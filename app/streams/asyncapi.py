@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 from app.resources import ResourceKind
 from app.streams import schemas
@@ -94,7 +95,9 @@ def _resource_components(openapi_components: dict[str, Any]) -> dict[str, Any]:
     return taken
 
 
-def asyncapi_document(openapi: dict[str, Any], version: str, base_path: str) -> dict[str, Any]:
+def asyncapi_document(openapi: dict[str, Any], version: str, base_path: str, origin: str) -> dict[str, Any]:
+    """The document as served at ``origin`` (``scheme://host[:port]`` of the request): AsyncAPI wants an
+    absolute ``externalDocs.url`` (``format: uri``), unlike OpenAPI, which resolves relative URLs itself."""
     channels = _channels()
     operations = {
         f"receive_{name}": {"action": "receive", "channel": {"$ref": f"#/channels/{name}"},
@@ -111,11 +114,11 @@ def asyncapi_document(openapi: dict[str, Any], version: str, base_path: str) -> 
                            "number; reconnect with Last-Event-ID (or ?lastEventId=) to get exactly what was "
                            "missed, or a sync event when that is impossible. Idle streams receive the comment "
                            "`:keepalive`; at most 256 streams at once (then 429 SSE001, Retry-After: 5).",
-            "externalDocs": {"description": "The HTTP API (OpenAPI)", "url": base_path + "/api"},
+            "externalDocs": {"description": "The HTTP API (OpenAPI)", "url": origin + base_path + "/api"},
         },
         "servers": {"shoal": {"host": "{host}", "protocol": "http", "pathname": base_path or "/",
                               "description": "This service (http or https, as it is served).",
-                              "variables": {"host": {"default": "localhost:9000"}}}},
+                              "variables": {"host": {"default": urlsplit(origin).netloc or "localhost:9000"}}}},
         "defaultContentType": "application/json",
         "channels": channels,
         "operations": operations,
