@@ -50,7 +50,9 @@ class Runtime:
                                    settings.writes_timeout)   # request greenlets' writes
         self.audit = AuditLog(self.cache)
         self.policy = PolicySource(settings)   # the ACL policy (None without one); hot-reloaded from its file
-        self.store = Persister(self.cache, store_path(settings.data_dir)) if settings.persistence else None
+        self.store = Persister(self.cache, store_path(settings.data_dir), ring_size=settings.history_size,
+                               retention=settings.history_retention,
+                               max_history_bytes=settings.history_archive_max_bytes) if settings.persistence else None
         self.started_at = time.time()
         self.binds: tuple[str, ...] = (str(settings.listen_addr),)   # gunicorn sets what it really binds
         # Set at SIGTERM (``drain``), before the connections drain: requests that wait (``Prefer: wait``)

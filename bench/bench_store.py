@@ -67,8 +67,8 @@ def _commits() -> list[tuple[float, list[float]]]:
     noted: list[tuple[float, list[float]]] = []
     real = Database.write
 
-    def write(self: Database, changes: list[Change], keep_from: int | None) -> None:
-        real(self, changes, keep_from)
+    def write(self: Database, changes: list[Change], now: float | None = None) -> None:
+        real(self, changes, now=now)
         noted.append((time.time(), [change.timestamp for change in changes]))
 
     Database.write = write  # type: ignore[method-assign]

@@ -3,7 +3,9 @@
 Feeds (Atom and JSON Feed, ``app.http.feeds``) exist on ``/history`` (and ``/events``), on every list URL
 (the records of that kind) and every detail URL (the records of that object; a stack's also those of its
 members and their tasks). Each page selects at most ``limit`` records (``app.history.selection``) and only
-those are turned into entries, so a request costs its page, not the ring.
+those are turned into entries, so a request costs its page, not the ring. Pages, feeds and ``/history/{id}``
+reach past the ring into the store's audit trail (``app.history.archive``: same filters and ACL, read on
+the store's thread).
 
 Entry ids are ``urn:service:history:<epoch>-<seq>``: the epoch is when the sequence started (whole seconds,
 ``Runtime.history_epoch``). The state store (``app.store``) keeps the sequence and its epoch across
@@ -31,7 +33,8 @@ from werkzeug.exceptions import NotFound
 from app.cache.history import Action, Change
 from app.cache.store import Cache
 from app.history import entries
-from app.history.selection import HistoryFilter, Selection, parse_cursor, parse_filter, select, stack_scope
+from app.history.archive import find, select_all
+from app.history.selection import HistoryFilter, Selection, parse_cursor, parse_filter, stack_scope
 from app.http import respond
 from app.http.acl_read import change_filter, read_filter, require_change, require_entry, require_grants
 from app.http.feeds import FeedItem, FeedPage, feed_query, feed_response, page_url
@@ -53,7 +56,7 @@ def collection() -> Response:
     require_grants()
     runtime, base = current_runtime(), respond.base_path()
     wanted, cursor = parse_filter(request.args, targets=True), parse_cursor(request.args)
-    chosen = select(runtime.cache.history, replace(wanted, readable=change_filter()), cursor)
+    chosen = select_all(runtime.cache.history, runtime.store, replace(wanted, readable=change_filter()), cursor)
     body = envelope(base, request.path, "Collection")
     visible = read_filter()
     body.update(items=[entries.entry(change, runtime.cache, base, runtime.audit.of, visible)
@@ -70,9 +73,9 @@ def collection() -> Response:
 
 def entry_detail(seq: int) -> Response:
     runtime = current_runtime()
-    change = runtime.cache.history.get(seq)
+    change = find(runtime.cache.history, runtime.store, seq)
     if change is None:
-        raise NotFound(f"No history entry {seq} (never recorded, or older than the ring keeps).")
+        raise NotFound(f"No history entry {seq} (never recorded, or older than the store keeps).")
     require_change(change)
     body = entries.entry(change, runtime.cache, respond.base_path(), runtime.audit.of, read_filter())
     return respond.with_freshness(respond.document(body))
@@ -93,35 +96,32 @@ def history_feed(*, title: str, wanted: HistoryFilter, alternate: str | None = N
     ``feed_response`` with their own items)."""
     runtime, base = current_runtime(), respond.base_path()
     cursor = parse_cursor(request.args)
-    chosen = select(runtime.cache.history, replace(wanted, readable=change_filter()), cursor)
+    chosen = select_all(runtime.cache.history, runtime.store, replace(wanted, readable=change_filter()), cursor)
     if missing is not None and not chosen.changes and chosen.next_before is None and cursor.before is None:
         raise NotFound(missing)
     feed_path = base + request.path + _EXTENSIONS[current_representation().media]
-    epoch = runtime.history_epoch
+    epoch, feed_id = runtime.history_epoch, "urn:service:feed:" + request.path + feed_query(request.args)
     page = FeedPage(
-        feed_id="urn:service:feed:" + request.path + feed_query(request.args),
+        feed_id=feed_id,
         title=title, description=description,
         self_url=page_url(feed_path, request.args),
         first_url=page_url(feed_path, request.args, before=None),
         alternate=alternate if alternate is not None else base + request.path,
-        items=[_item(change, runtime.cache, base, epoch) for change in chosen.changes],
+        items=[_item(change, runtime.cache, base, entries.feed_entry_id(feed_id, epoch, change.seq))
+               for change in chosen.changes],
         updated=runtime.started_at,
         next_url=_next_url(feed_path, chosen))
     return respond.with_freshness(feed_response(page))
 
 
-def entry_id(epoch: int, seq: int) -> str:
-    return f"urn:service:history:{epoch}-{seq}"
-
-
-def _item(change: Change, cache: Cache, base: str, epoch: int) -> FeedItem:
+def _item(change: Change, cache: Cache, base: str, item_id: str) -> FeedItem:
     data = entries.entry(change, cache, base, visible=read_filter())
     kind_name = change.kind.spec.jsonld_type
     lines = [data["summary"]] + [_change_line(c) for c in data.get("changes", ())]
     if data.get("changesOmitted"):
         lines.append(f"… and {data['changesOmitted']} more")
     return FeedItem(
-        id=entry_id(epoch, change.seq), title=f"{kind_name} {data['name']}: {data['summary']}",
+        id=item_id, title=f"{kind_name} {data['name']}: {data['summary']}",
         updated=change.timestamp, link=data["@id"], related=data["resource"], summary=data["summary"],
         content="\n".join(lines), categories=(change.kind.value, change.action.value), data=data)
 

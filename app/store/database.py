@@ -21,14 +21,14 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from app.cache.entries import Entry, Raw, build_entry, raw_identity
-from app.cache.history import Action, Change, sequence_base
+from app.cache.history import RELATED_SHARE, Action, Change, sequence_base
 from app.resources import ENGINE_KINDS, ResourceKind
 
 APPLICATION_ID = 0x53484F4C        # "SHOL": marks the file as this service's
@@ -45,6 +45,15 @@ CREATE TABLE history (
 CREATE TABLE objects (kind TEXT NOT NULL, id TEXT NOT NULL, raw TEXT NOT NULL, PRIMARY KEY (kind, id));
 """
 _TABLES = {"meta", "history", "objects"}
+# The audit trail's bounds (``storage.history_retention``, ``storage.history_max_bytes``) and how the trim
+# works: at most TRIM_BATCHES x TRIM_BATCH of the oldest records examined per write, so one transaction
+# stays short whatever the file holds (a backlog goes over several writes).
+DEFAULT_RETENTION = 30 * 86400.0
+DEFAULT_ARCHIVE_BYTES = 1024**3
+TRIM_BATCH = 1_000
+TRIM_BATCHES = 20
+COLUMNS = "seq, kind, action, object_id, name, ts, before, after, size"
+Row = tuple[Any, ...]
 
 
 class BadStoreFile(Exception):
@@ -74,15 +83,33 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+def change_from_row(row: Row, decode: Callable[[tuple[str, str], str | None], Any] | None = None) -> Change:
+    """One ``history`` row (columns ``COLUMNS``) as a record; ``decode`` may share decoded objects."""
+    seq, kind, action, object_id, name, ts, before, after, size = row
+    key = (kind, object_id)
+    if decode is None:
+        return Change(int(seq), ResourceKind(kind), Action(action), str(object_id), str(name), float(ts),
+                      None if before is None else json.loads(before), None if after is None else json.loads(after),
+                      int(size))
+    return Change(int(seq), ResourceKind(kind), Action(action), str(object_id), str(name), float(ts),
+                  decode(key, before), decode(key, after), int(size))
+
+
 class Database:
-    def __init__(self, connection: sqlite3.Connection, path: str) -> None:
+    def __init__(self, connection: sqlite3.Connection, path: str, retention: float = DEFAULT_RETENTION,
+                 max_history_bytes: int = DEFAULT_ARCHIVE_BYTES) -> None:
         self._db = connection
         self.path = path
         self.was_clean = True      # the previous process closed the file in order (a new file: trivially)
+        self.retention = retention                  # seconds a record is kept (the audit trail's age bound)
+        self.max_history_bytes = max_history_bytes  # estimated bytes of records kept (its size bound)
+        self._history_bytes: int | None = None      # their sum, known after the first trim (None: recount)
+        self.trimmed = 0                            # records removed by the bounds since opened
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, path: str, epoch: int | None = None) -> Database:
+    def open(cls, path: str, epoch: int | None = None, retention: float = DEFAULT_RETENTION,
+             max_history_bytes: int = DEFAULT_ARCHIVE_BYTES) -> Database:
         """Open (or create) the store file and check it is ours and sound.
 
         :param epoch: for a new file, the epoch to record (default: now). A new file's sequence starts at
@@ -97,7 +124,7 @@ class Database:
             os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
         connection = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
         try:
-            database = cls(connection, path)
+            database = cls(connection, path, retention, max_history_bytes)
             database._prepare(epoch)
         except sqlite3.DatabaseError as exc:
             connection.close()
@@ -154,19 +181,23 @@ class Database:
             db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     # ------------------------------------------------------------------ reading
-    def load(self) -> Loaded:
-        """Everything persisted. Objects whose JSON equals a record's share one decoded dict, as they did
-        in the process that wrote them, so a restored ring does not hold three copies of each object.
+    def load(self, keep: int | None = None, keep_bytes: int | None = None) -> Loaded:
+        """The snapshot, the sequence and the newest records the ring keeps (None: all): per lane of the
+        ring (``app.cache.history``), the newest ``keep`` changes of objects within ``keep_bytes`` and the
+        newest related changes within a ``RELATED_SHARE`` of both; the archive beyond stays in the file
+        (read page by page, ``app.store.archive``). Objects whose
+        JSON equals a record's share one decoded dict, as they did in the process that wrote them, so a
+        restored ring does not hold three copies of each object.
 
         :raises BadStoreFile: content this version cannot read (the file is then moved aside)."""
         try:
-            return self._load()
+            return self._load(keep, keep_bytes)
         except (ValueError, KeyError, TypeError) as exc:   # JSONDecodeError is a ValueError
             raise BadStoreFile(f"unreadable content: {type(exc).__name__}: {exc}") from None
         except sqlite3.DatabaseError as exc:
             raise BadStoreFile(f"unreadable content: {exc}") from None
 
-    def _load(self) -> Loaded:
+    def _load(self, keep: int | None, keep_bytes: int | None) -> Loaded:
         meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
         loaded = Loaded(int(meta["epoch"]), int(meta["last_seq"]), self.was_clean)
         latest: dict[tuple[str, str], tuple[str, Any]] = {}   # (kind, id) → (JSON text, decoded) of the newest
@@ -181,12 +212,13 @@ class Database:
             latest[key] = (text, value)
             return value
 
-        for row in self._db.execute("SELECT seq, kind, action, object_id, name, ts, before, after, size "
-                                    "FROM history ORDER BY seq"):
-            seq, kind, action, object_id, name, ts, before, after, size = row
-            key = (kind, object_id)
-            loaded.records.append(Change(int(seq), ResourceKind(kind), Action(action), str(object_id), str(name),
-                                         float(ts), decode(key, before), decode(key, after), int(size)))
+        related = Action.REF_CHANGED.value
+        newest = self._newest("action != ?", related, keep, keep_bytes)
+        if keep is not None:
+            newest += self._newest("action = ?", related, max(1, keep // RELATED_SHARE),
+                                   None if keep_bytes is None else max(1, keep_bytes // RELATED_SHARE))
+        newest.sort(key=lambda row: int(row[0]))
+        loaded.records = [change_from_row(row, decode) for row in newest]
         for kind_text, object_id, text in self._db.execute("SELECT kind, id, raw FROM objects"):
             kind = ResourceKind(kind_text)
             if kind not in ENGINE_KINDS:
@@ -197,23 +229,70 @@ class Database:
             loaded.objects.setdefault(kind, []).append(raw)
         return loaded
 
+    def _newest(self, where: str, value: str, keep: int | None, keep_bytes: int | None) -> list[Row]:
+        """The newest rows matching ``where`` up to ``keep`` rows within ``keep_bytes`` (the newest always)."""
+        if keep is None:
+            return self._db.execute(f"SELECT {COLUMNS} FROM history ORDER BY seq").fetchall()
+        rows: list[Row] = []
+        total = 0
+        for row in self._db.execute(f"SELECT {COLUMNS} FROM history WHERE {where} ORDER BY seq DESC", (value,)):
+            if len(rows) >= keep or (keep_bytes is not None and rows and total + int(row[8]) > keep_bytes):
+                break
+            rows.append(row)
+            total += int(row[8])
+        return rows
+
     # ------------------------------------------------------------------ writing
-    def write(self, changes: Sequence[Change], keep_from: int | None) -> None:
-        """One transaction: the records (those at or after ``keep_from``, the ring's oldest), the snapshot
-        rows they change (net per object), the history trimmed below ``keep_from``, the new ``last_seq``."""
+    def write(self, changes: Sequence[Change], *, now: float | None = None) -> None:
+        """One transaction: the records, the snapshot rows they change (net per object), the history
+        trimmed to its age and byte bounds (``trim``), the new ``last_seq``."""
         if changes:
             with self._transaction():
-                self._records(changes, keep_from, snapshot=True)
+                self._records(changes, snapshot=True)
+                self._history_bytes = None if self._history_bytes is None else \
+                    self._history_bytes + sum(change.size for change in changes)
+                self.trim(now)
                 self._set_last_seq(changes[-1].seq)
 
+    def trim(self, now: float | None = None) -> int:
+        """Remove the oldest records older than ``retention`` or past ``max_history_bytes`` (the newest are
+        kept), at most ``TRIM_BATCHES`` batches of ``TRIM_BATCH``; returns how many were removed. Runs inside
+        the caller's transaction when there is one."""
+        if not self._db.in_transaction:
+            with self._transaction():
+                return self.trim(now)
+        db = self._db
+        if self._history_bytes is None:
+            self._history_bytes = int(db.execute("SELECT COALESCE(SUM(size), 0) FROM history").fetchone()[0])
+        cutoff = (time.time() if now is None else now) - self.retention
+        removed = 0
+        for _batch in range(TRIM_BATCHES):
+            rows = db.execute("SELECT seq, ts, size FROM history ORDER BY seq LIMIT ?", (TRIM_BATCH,)).fetchall()
+            last, freed, count = None, 0, 0
+            for seq, ts, size in rows:
+                if ts >= cutoff and self._history_bytes - freed <= self.max_history_bytes:
+                    break
+                last, freed, count = seq, freed + int(size), count + 1
+            if last is None:
+                break
+            db.execute("DELETE FROM history WHERE seq <= ?", (last,))
+            self._history_bytes -= freed
+            removed += count
+            if count < len(rows):
+                break
+        self.trimmed += removed
+        return removed
+
     def rewrite(self, objects: Iterable[tuple[ResourceKind, Raw]], records: Sequence[Change], last_seq: int) -> None:
-        """Replace everything with the cache's current state (after writes were lost: a failing disk)."""
+        """Replace the snapshot with the cache's current state and add the ring's records (after writes
+        were lost: a failing disk). The archive keeps what it has: only the dropped records are missing."""
         with self._transaction():
             self._db.execute("DELETE FROM objects")
-            self._db.execute("DELETE FROM history")
             self._db.executemany("INSERT OR REPLACE INTO objects (kind, id, raw) VALUES (?, ?, ?)",
                                  [(kind.value, _object_id(kind, raw), _dumps(raw)) for kind, raw in objects])
-            self._records(records, None, snapshot=False)
+            self._records(records, snapshot=False)
+            self._history_bytes = None   # rows replaced: recount
+            self.trim()
             self._set_last_seq(last_seq)
 
     @contextmanager
@@ -226,6 +305,7 @@ class Database:
             yield
             self._db.execute("COMMIT")
         except BaseException:
+            self._history_bytes = None   # rolled back: recount at the next trim
             if self._db.in_transaction:
                 with suppress(sqlite3.Error):   # the error being raised is the one that says why
                     self._db.execute("ROLLBACK")
@@ -240,7 +320,7 @@ class Database:
     def _set_last_seq(self, seq: int) -> None:
         self._db.execute("UPDATE meta SET value = ? WHERE key = 'last_seq'", (str(seq),))
 
-    def _records(self, changes: Sequence[Change], keep_from: int | None, snapshot: bool) -> None:
+    def _records(self, changes: Sequence[Change], snapshot: bool) -> None:
         texts: dict[int, str] = {}   # id(dict) → JSON: an update's before is the previous record's after
 
         def text(value: Any) -> str | None:
@@ -255,9 +335,8 @@ class Database:
         objects: dict[tuple[str, str], str | None] = {}
         for change in changes:
             after = text(change.after)
-            if keep_from is None or change.seq >= keep_from:
-                rows.append((change.seq, change.kind.value, change.action.value, change.id, change.name,
-                             change.timestamp, text(change.before), after, change.size))
+            rows.append((change.seq, change.kind.value, change.action.value, change.id, change.name,
+                         change.timestamp, text(change.before), after, change.size))
             if snapshot and change.kind in ENGINE_KINDS and change.action is not Action.REF_CHANGED:
                 objects[(change.kind.value, change.id)] = None if change.action is Action.REMOVE else after
         db = self._db
@@ -268,8 +347,6 @@ class Database:
                        [(kind, object_id, raw) for (kind, object_id), raw in objects.items() if raw is not None])
         db.executemany("DELETE FROM objects WHERE kind = ? AND id = ?",
                        [key for key, raw in objects.items() if raw is None])
-        if keep_from is not None:
-            db.execute("DELETE FROM history WHERE seq < ?", (keep_from,))
 
     def close(self, clean: bool = True) -> None:
         """Fold the WAL back into the file and close it; with ``clean`` mark an orderly close first. The

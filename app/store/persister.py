@@ -27,6 +27,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import IO, TypeVar, cast
 
@@ -40,7 +41,8 @@ from app import heap
 from app.cache.history import Change, sequence_base
 from app.cache.store import Cache
 from app.resources import ENGINE_KINDS
-from app.store.database import BadStoreFile, Database, Loaded, move_aside
+from app.store.archive import ArchiveReader
+from app.store.database import DEFAULT_ARCHIVE_BYTES, DEFAULT_RETENTION, BadStoreFile, Database, Loaded, move_aside
 from app.store.health import StoreState, StoreStatus, WriteHealth, describe_error
 from app.store.lock import DataDirInUse, take_lock
 
@@ -77,14 +79,14 @@ def _outcome(function: Callable[..., T], args: tuple[object, ...]) -> tuple[T | 
         return None, exc
 
 
-def _load_frozen(database: Database) -> Loaded:
+def _load_frozen(database: Database, keep: int | None, keep_bytes: int | None) -> Loaded:
     """Load and build the entries with the cyclic collector paused, then freeze them (``app.heap``): a full
     collection triggered by the ~20 objects per decoded task would walk the whole new heap while holding
     the GIL (a 100+ ms stall of the hub at 10,000 tasks); JSON documents hold no cycles, so nothing leaks."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        loaded = database.load()
+        loaded = database.load(keep, keep_bytes)
         loaded.build()
         gc.freeze()
         return loaded
@@ -110,9 +112,15 @@ class StoreStats:
 
 class Persister:
     def __init__(self, cache: Cache, path: str, flush_interval: float = 0.5, lock_timeout: float = 15.0,
-                 max_pending_bytes: int | None = None) -> None:
+                 max_pending_bytes: int | None = None, *, ring_size: int | None = None,
+                 retention: float = DEFAULT_RETENTION, max_history_bytes: int = DEFAULT_ARCHIVE_BYTES) -> None:
         self._cache = cache
         self.path = path
+        self.ring_size = ring_size              # records restored into the ring (None: all the file keeps)
+        self.retention = retention              # the audit trail's bounds in the file (``Database.trim``)
+        self.max_history_bytes = max_history_bytes
+        self._reader = ArchiveReader(path)      # older pages, on the store thread (``older``, ``record``)
+        self._inflight: list[Change] = []       # the batch being written (neither pending nor committed)
         self.flush_interval = flush_interval
         self.lock_timeout = lock_timeout
         self.max_pending_bytes = cache.history.max_bytes if max_pending_bytes is None else max_pending_bytes
@@ -181,18 +189,21 @@ class Persister:
         self._lock_file = take_lock(self.path + ".lock", self.lock_timeout, _thread_sleep)
         for _attempt in (1, 2):
             try:
-                database = Database.open(self.path)
+                database = Database.open(self.path, retention=self.retention,
+                                         max_history_bytes=self.max_history_bytes)
             except BadStoreFile as exc:
                 self._set_aside(str(exc))
                 continue
             try:
-                loaded = _load_frozen(database)
+                loaded = _load_frozen(database, self.ring_size, self._cache.history.max_bytes)
             except BadStoreFile as exc:
                 database.close(clean=False)
                 self._set_aside(str(exc))
                 continue
             if not loaded.clean:
                 self._continue_past_gap(database, loaded)
+            with suppress(sqlite3.OperationalError):   # a full disk: the next write trims again
+                database.trim()
             self._db = database
             return loaded
         raise RuntimeError(f"{self.path} was bad twice in a row")  # pragma: no cover (a race with another tool)
@@ -288,21 +299,23 @@ class Persister:
                 return
             batch, self._pending = self._pending, []
             batch_bytes, self._pending_bytes = self._pending_bytes, 0
-            keep_from = self._cache.history.oldest_seq
             rewrite, self._rewrite = self._rewrite, False
             if rewrite:   # the cache's state, taken on the hub in one go (references, no copies)
                 objects = [(kind, entry.raw) for kind in ENGINE_KINDS for entry in self._cache.entries(kind)]
                 records = list(self._cache.history.newest_first())[::-1]
                 last_seq = self._cache.history.last_seq
             started = time.perf_counter()
+            self._inflight = batch
             try:
                 if rewrite:
                     self._call(on_thread, database.rewrite, objects, records, last_seq)
                 else:
-                    self._call(on_thread, database.write, batch, keep_from)
+                    self._call(on_thread, database.write, batch)
             except Exception as exc:
+                self._inflight = []
                 self._failed(batch, batch_bytes, rewrite, exc)
                 return
+            self._inflight = []
             took = (time.perf_counter() - started) * 1000
             self.health.succeeded()
             self.stats.flushes += 1
@@ -354,8 +367,10 @@ class Persister:
             log.debug("closing the damaged store failed", exc_info=True)
         self._set_aside(reason)
         self._log_set_aside()
+        self._reader.reset()
         try:
-            self._db = Database.open(self.path, epoch=self.epoch)
+            self._db = Database.open(self.path, epoch=self.epoch, retention=self.retention,
+                                     max_history_bytes=self.max_history_bytes)
         except Exception as exc:
             log.error("state store cannot be re-created; running without persistence",
                       extra={"path": self.path, "error": describe_error(exc)})
@@ -363,6 +378,34 @@ class Persister:
         self._pending = []
         self._pending_bytes = 0
         self._rewrite = True
+
+    # ------------------------------------------------------------------ reading the archive
+    def older(self, before: int, limit: int) -> list[Change]:
+        """Up to ``limit`` records numbered below ``before``, newest first: the file's (read on the store
+        thread) merged with those not written yet (pending or being written), so a record that left the ring
+        before its write is still found. Empty without an open file.
+
+        :raises sqlite3.Error: the file could not be read."""
+        if self._db is None or self._pool is None:
+            return []
+        stored = self._on_thread(self._reader.older, before, limit)
+        unwritten = [change for change in (*self._inflight, *self._pending) if change.seq < before]
+        if not unwritten:
+            return stored
+        merged = {change.seq: change for change in stored}
+        merged.update((change.seq, change) for change in unwritten)
+        return [merged[seq] for seq in sorted(merged, reverse=True)[:limit]]
+
+    def record(self, seq: int) -> Change | None:
+        """Record ``seq`` from the file (or not written yet); None when it is not kept.
+
+        :raises sqlite3.Error: the file could not be read."""
+        for change in (*self._inflight, *self._pending):
+            if change.seq == seq:
+                return change
+        if self._db is None or self._pool is None:
+            return None
+        return self._on_thread(self._reader.get, seq)
 
     # ------------------------------------------------------------------ stop
     def stop(self, timeout: float = 10.0) -> None:
@@ -383,6 +426,9 @@ class Persister:
             self.flush(on_thread=False)   # the writer is gone: nothing else uses the connection
             self._db = None
             self._close(database, clean=not (self._pending or self._rewrite))
+        if self._pool is not None:
+            with suppress(Exception):
+                self._on_thread(self._reader.close)
         self._release_lock()
         self._stop_pool()
 

@@ -4,6 +4,7 @@ stop, bad files moved aside (never deleted), the lock, and ``:memory:`` as "off"
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import os
 import sqlite3
@@ -107,15 +108,29 @@ def test_changes_are_written_in_batches_not_one_transaction_each(tmp_path: Path)
     store.stop()
 
 
-def test_history_in_the_file_is_trimmed_to_the_ring(tmp_path: Path) -> None:
+def test_the_file_keeps_history_beyond_the_ring_and_a_restart_loads_only_the_ring(tmp_path: Path) -> None:
     cache, store = _started(tmp_path, Cache(history_capacity=100))
     cache.replace_all(cluster())
     for number in range(250):
         _bump_web(cache, str(number))
     store.stop()
     with sqlite3.connect(tmp_path / FILE_NAME) as db:
-        count, low, high = db.execute("SELECT count(*), min(seq), max(seq) FROM history").fetchone()
-    assert (count, low, high) == (100, cache.history.oldest_seq, cache.history.last_seq)
+        seqs = [row[0] for row in db.execute("SELECT seq FROM history ORDER BY seq")]
+    assert seqs[-1] == cache.history.last_seq and len(seqs) > 250 + 100   # the whole first sync and every bump
+    assert seqs == sorted(set(seqs))
+    restored = Cache(history_capacity=100)
+    again = Persister(restored, str(tmp_path / FILE_NAME), flush_interval=0.05, lock_timeout=0.3, ring_size=100)
+    again.start()
+    assert len(restored.history) == len(cache.history) < len(seqs) and _ring(restored) == _ring(cache)   # the ring only
+    assert [change.seq for change in again.older(restored.history.oldest_seq or 0, 1000)] == \
+        [seq for seq in reversed(seqs) if seq < (restored.history.oldest_seq or 0)]
+    oldest = again.record(seqs[0])
+    assert oldest is not None and oldest.seq == seqs[0] and oldest.action is Action.CREATE
+    with sqlite3.connect(tmp_path / FILE_NAME) as db:
+        after = db.execute("SELECT after FROM history WHERE seq = ?", (seqs[0],)).fetchone()[0]
+    assert oldest.after == json.loads(after)
+    assert again.record(seqs[-1] + 10) is None
+    again.stop()
 
 
 def test_stop_writes_what_is_pending(tmp_path: Path) -> None:
@@ -227,7 +242,7 @@ def test_memory_database_works_for_the_file_layer() -> None:
     database = Database.open(":memory:")
     cache = Cache()
     cache.replace_all(cluster())
-    database.write(_ring(cache), cache.history.oldest_seq)
+    database.write(_ring(cache))
     loaded = database.load()
     assert loaded.last_seq == cache.history.last_seq and loaded.records == _ring(cache)
     assert loaded.object_count == sum(cache.count(k) for k in ResourceKind if k is not K.STACK)
@@ -240,11 +255,11 @@ def test_a_failed_write_keeps_its_changes_for_the_next_flush(tmp_path: Path, mon
     real = Database.write
     calls = {"n": 0}
 
-    def flaky(self: Database, changes: list[Change], keep_from: int | None) -> None:
+    def flaky(self: Database, changes: list[Change], now: float | None = None) -> None:
         calls["n"] += 1
         if calls["n"] == 1:
             raise sqlite3.OperationalError("disk I/O error")
-        real(self, changes, keep_from)
+        real(self, changes, now=now)
 
     monkeypatch.setattr(Database, "write", flaky)
     with caplog.at_level(logging.ERROR, logger="app.store.persister"):
@@ -268,7 +283,7 @@ def test_a_file_damaged_while_running_is_moved_aside_and_rewritten_from_the_cach
     gevent.sleep(0.2)
     real = Database.write
 
-    def damaged(self: Database, changes: list[Change], keep_from: int | None) -> None:
+    def damaged(self: Database, changes: list[Change], now: float | None = None) -> None:
         monkeypatch.setattr(Database, "write", real)
         raise sqlite3.DatabaseError("database disk image is malformed")
 

@@ -75,10 +75,10 @@ def test_a_full_disk_reports_sqlites_own_error_not_the_failed_rollback(tmp_path:
     big = [Change(seq, K.CONFIG, Action.CREATE, f"c{seq}", f"c{seq}", 1.0, None, {"x": "y" * 2000})
            for seq in range(1, 50)]
     with pytest.raises(sqlite3.OperationalError, match="database or disk is full"):
-        database.write(big, None)
+        database.write(big)
     assert not database._db.in_transaction
     database._db.execute("PRAGMA max_page_count = 1073741823")
-    database.write(big, None)            # no transaction left open by the failure: the next one works
+    database.write(big)            # no transaction left open by the failure: the next one works
     assert database.load().last_seq == 49
     database.close()
 
