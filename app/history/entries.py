@@ -38,6 +38,20 @@ def resource_path(change: Change) -> str:
     return f"{change.kind.spec.path}/{change.id}"
 
 
+HISTORY_FEED_ID = "urn:service:feed:/history"
+
+
+def feed_entry_id(feed_id: str, epoch: int, seq: int) -> str:
+    """An entry's id in one feed: ``urn:service:history:<epoch>-<seq>`` in the unfiltered ``/history`` feed
+    (the reference's form, with the sequence's epoch), ``<feed id>#<epoch>-<seq>`` in every other feed.
+    Readers such as newsboat key articles by id across all their subscriptions: with one id per record
+    everywhere, a per-service feed beside ``/history.atom`` showed as read and empty (issue 17). Stable
+    across restarts: the feed id, the epoch and the number all are."""
+    if feed_id == HISTORY_FEED_ID:
+        return f"urn:service:history:{epoch}-{seq}"
+    return f"{feed_id}#{epoch}-{seq}"
+
+
 def iso_time(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 

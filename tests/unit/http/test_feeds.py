@@ -65,7 +65,7 @@ def test_feed_and_entry_ids_are_stable_and_entries_link_their_resource(client: F
     assert one.feed.id == two.feed.id == f"urn:service:feed:/services/{o.SVC_WEB}"
     assert [e.id for e in one.entries] == [e.id for e in two.entries]
     entry = one.entries[0]
-    assert entry.id.startswith("urn:service:history:") and entry.id.rsplit("-", 1)[1].isdigit()
+    assert entry.id.startswith(f"urn:service:feed:/services/{o.SVC_WEB}#") and entry.id.rsplit("-", 1)[1].isdigit()
     links = {link.rel: link.href for link in entry.links}
     assert links["related"] == f"/services/{o.SVC_WEB}" and links["alternate"].startswith("/history/")
     assert {tag.term for tag in entry.tags} == {"service", "create"}
@@ -165,3 +165,17 @@ def test_the_html_shell_links_both_feeds_and_they_answer(client: FlaskClient, pa
     for extension, media in ((".atom", ATOM), (".feed.json", FEED_JSON)):
         assert f'type="{media}" title="Cluster changes"\n        href="{feed}{extension}"' in head
         assert client.get(feed + extension).mimetype == media
+
+
+def test_one_record_has_a_different_entry_id_in_every_feed(client: FlaskClient) -> None:
+    """newsboat keys articles by id across subscriptions: a shared id hid the per-service feed (issue 17)."""
+    feeds = ("/history.atom", "/services.atom", f"/services/{o.SVC_WEB}.atom", "/history.atom?type=service",
+             "/events.atom")
+    ids = {path: {e.id.rsplit("-", 1)[1]: e.id for e in _atom(client, path + ("&" if "?" in path else "?")
+                                                                 + "limit=200").entries} for path in feeds}
+    record = next(iter(ids[f"/services/{o.SVC_WEB}.atom"]))
+    assert ids["/history.atom"][record].startswith("urn:service:history:")    # the reference's form
+    per_feed = [ids[path][record] for path in feeds]
+    assert len(set(per_feed)) == len(feeds), per_feed
+    assert ids["/services.atom"][record].startswith("urn:service:feed:/services#")
+    assert ids["/history.atom?type=service"][record].startswith("urn:service:feed:/history?type=service#")
