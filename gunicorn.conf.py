@@ -19,11 +19,13 @@ from typing import Any
 from gevent.server import StreamServer
 from gunicorn.workers.ggevent import GeventWorker
 
+from app.acl.source import check_policy
 from app.config import ConfigError, load_settings, log_report
 from app.logconfig import dict_config
 
 try:
     _settings = load_settings()
+    check_policy(_settings)
 except ConfigError as exc:
     print(f"shoal: configuration error: {exc}", file=sys.stderr, flush=True)
     raise SystemExit(2) from None

@@ -206,10 +206,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
 
     from app import create_app
+    from app.acl.source import check_policy
     from app.config import ConfigError, load_settings, log_report
 
     try:
         settings = load_settings(config_path=args.config)
+        check_policy(settings)
     except ConfigError as exc:
         print(f"shoal: configuration error: {exc}", file=sys.stderr)
         return 2

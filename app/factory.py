@@ -13,11 +13,11 @@ from pathlib import Path
 
 from flask import Flask
 
-from app.auth.oidc_routes import blp as oidc_blp
 from app.blueprints import auth as auth_views
 from app.blueprints import cluster, events, history, insight, logs, meta, metrics, service_actions, spa, topology
 from app.blueprints.node_writes import blp as node_writes_blp
 from app.blueprints.object_writes import blp as object_writes_blp
+from app.blueprints.oidc import blp as oidc_blp
 from app.blueprints.plugins import blp as plugins_blp
 from app.blueprints.resources import resource_blueprint
 from app.blueprints.service_subresources import blp as service_subresources_blp

@@ -10,8 +10,8 @@ from typing import Any
 from flask import Flask
 from flask_smorest import Api
 
-from app.auth.oidc_routes import document_login_redirects
 from app.blueprints.docs import IDEMPOTENCY_KEY, IDEMPOTENT_MARKER
+from app.blueprints.oidc import document_login_redirects
 from app.http.auth import BYPASS_PREFIXES
 from app.http.cors import document_preflight
 from app.http.feed_docs import document_feeds

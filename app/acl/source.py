@@ -4,7 +4,8 @@ Both are JSON, YAML or TOML (reference §7.1): a file by its extension (``.json`
 ``.toml``), anything else (the inline text, a file without one of those extensions) by trying JSON, then
 TOML, then YAML. An invalid inline policy, or an invalid or unreadable file, fails the start
 (:class:`~app.config.ConfigError`, which ``gunicorn.conf.py`` and ``shoal`` turn into one line and status 2;
-``load_settings`` calls :func:`check_policy` so the master fails before any worker starts).
+the master calls :func:`check_policy` right after ``load_settings``, so it fails before any worker starts;
+``app.config`` itself knows nothing of policies, as it imports nothing above it).
 
 The file is hot-reloaded (§7.2): a greenlet polls its (mtime, size, inode) every 200 ms and reloads once the
 signature has stayed the same across two polls (the debounce: a file being written is not read half-way;
@@ -146,12 +147,13 @@ def _signature(path: str) -> Signature | None:
 
 
 # --------------------------------------------------------------------------- start-up check
-def check_policy(settings_values: dict[str, Any]) -> None:
-    """Fail the start on an invalid inline policy or an invalid/unreadable policy file (``load_settings``).
+def check_policy(settings: Settings) -> None:
+    """Fail the start on an invalid inline policy or an invalid/unreadable policy file (called by the
+    master, ``gunicorn.conf.py`` and ``shoal``, right after ``load_settings``).
 
     :raises ConfigError: naming the key and the problem.
     """
-    inline, path = settings_values.get("acl_policy"), settings_values.get("acl_policy_file")
+    inline, path = settings.acl_policy, settings.acl_policy_file
     try:
         if inline:
             load_text(inline, "acl.policy")

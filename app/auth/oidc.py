@@ -5,7 +5,7 @@ kept in a signed flow cookie for 300 s; ``/auth/callback`` checks them (and the 
 parameter when sent), exchanges the code (authlib's requests client), verifies the ID token and sets a
 signed session cookie holding only the identity, for min(8 h, the ID token's lifetime). ``POST
 /auth/logout`` clears it. Machines send ``Authorization: Bearer <ID token or JWT access token>``, checked
-against the provider's keys (``app.auth.oidc_tokens``). The routes themselves are ``app.auth.oidc_routes``.
+against the provider's keys (``app.auth.oidc_tokens``). The routes themselves are ``app.blueprints.oidc``.
 
 Failures: no or bad credentials → ``AuthenticationFailed`` (401 ``AUT001``, ``WWW-Authenticate: Bearer``,
 ``error="invalid_token"`` for a rejected token), except that a browser asking for ``text/html`` without a
@@ -157,7 +157,7 @@ class OidcProvider:
             raise LoginRequired(f"{self.base_path}/auth/login?redirect={quote(target, safe='/')}")
         raise AuthenticationFailed(detail, CHALLENGE)
 
-    # ------------------------------------------------------------------ the login flow (app.auth.oidc_routes)
+    # ------------------------------------------------------------------ the login flow (app.blueprints.oidc)
     def _metadata(self) -> dict[str, Any]:
         try:
             return self.discovery.metadata()

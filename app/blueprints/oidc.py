@@ -1,5 +1,3 @@
-# mypy: disallow-untyped-decorators=False
-# (flask-smorest's decorators carry no annotations; the views stay typed, as in app.blueprints)
 """``/auth/login``, ``/auth/callback`` and ``POST /auth/logout`` (reference §1.1), thin views over
 :class:`app.auth.oidc.OidcProvider`.
 

@@ -251,8 +251,6 @@ def load_settings(environ: Mapping[str, str] | None = None, config_path: str | N
     _check_tls(values.get("tls_cert"), values.get("tls_key"))
     _check_auth(values)
     _check_cors(values)
-    from app.acl.source import check_policy  # here: app.acl imports app.config
-    check_policy(values)
     return Settings(**values, report=_report(path, document, environ))
 
 

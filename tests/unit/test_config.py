@@ -488,8 +488,6 @@ def test_keys_of_the_reference_not_built_yet_are_reported_as_not_implemented(tmp
     path = write(tmp_path, """
 [server]
 pprof = true
-[server.cors]
-origins = "*"
 [auth.tailscale]
 mode = "local"
 [acl]
@@ -500,12 +498,12 @@ at_limit = 0.9
 enabled = true
 """)
     environ = {name: "x" for name in (
-        "SERVICE_PPROF", "SERVICE_CORS_ORIGINS", "SERVICE_AUTH_TAILSCALE_AUTHKEY", "SERVICE_ACL_LABELS",
+        "SERVICE_PPROF", "SERVICE_AUTH_TAILSCALE_AUTHKEY", "SERVICE_ACL_LABELS",
         "SERVICE_SIZING_LOOKBACK", "SERVICE_MCP_ENABLED", "SERVICE_PPROF_FILE")}
     report = load_settings(environ, path).report
     assert report.unknown == ()
     assert set(report.not_implemented) == set(environ) | {
-        "server.pprof", "server.cors.origins", "auth.tailscale.mode", "acl.labels", "sizing.thresholds.at_limit",
+        "server.pprof", "auth.tailscale.mode", "acl.labels", "sizing.thresholds.at_limit",
         "mcp.enabled"}
 
 

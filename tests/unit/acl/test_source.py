@@ -110,13 +110,13 @@ def test_an_invalid_file_at_start_fails_naming_the_file(tmp_path: Path) -> None:
         PolicySource(Settings(acl_policy_file=str(path)))
 
 
-def test_load_settings_refuses_a_bad_policy_before_anything_starts(tmp_path: Path) -> None:
+def test_check_policy_refuses_a_bad_policy_before_anything_starts(tmp_path: Path) -> None:
     bad = '{"grants": [{"resources": ["service:a"], "permissions": ["delete"]}]}'
     with pytest.raises(ConfigError, match=r"acl\.policy / SERVICE_ACL_POLICY: .*unknown permission 'delete'"):
-        load_settings({"SERVICE_ACL_POLICY": bad}, search_paths=())
+        check_policy(load_settings({"SERVICE_ACL_POLICY": bad}, search_paths=()))
     with pytest.raises(ConfigError, match=r"acl\.policy_file / SERVICE_ACL_POLICY_FILE: .*cannot read"):
-        load_settings({"SERVICE_ACL_POLICY_FILE": str(tmp_path / "absent.json")}, search_paths=())
-    check_policy({})                                                     # nothing set: nothing to check
+        check_policy(load_settings({"SERVICE_ACL_POLICY_FILE": str(tmp_path / "absent.json")}, search_paths=()))
+    check_policy(Settings())                                             # nothing set: nothing to check
 
 
 def test_the_policy_file_variable_is_its_own_key(policy_file: Path) -> None:
