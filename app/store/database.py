@@ -267,7 +267,8 @@ class Database:
         cutoff = (time.time() if now is None else now) - self.retention
         removed = 0
         for _batch in range(TRIM_BATCHES):
-            rows = db.execute("SELECT seq, ts, size FROM history ORDER BY seq LIMIT ?", (TRIM_BATCH,)).fetchall()
+            rows = db.execute("SELECT seq, ts, size FROM history WHERE seq < (SELECT MAX(seq) FROM history) "
+                              "ORDER BY seq LIMIT ?", (TRIM_BATCH,)).fetchall()   # the newest always stays
             last, freed, count = None, 0, 0
             for seq, ts, size in rows:
                 if ts >= cutoff and self._history_bytes - freed <= self.max_history_bytes:
