@@ -30,7 +30,7 @@ class HistoryList(MethodView):
 @blp.route("/history/<int:seq>")
 class HistoryEntry(MethodView):
     @blp.response(200, HistoryEntryV1, description="One history entry.")
-    @errors(blp, 403, 404, codes={404: "Not recorded, or no longer in the ring (generic about:blank)."})
+    @errors(blp, 403, 404, codes={404: "Not recorded, or no longer kept by the store (generic about:blank)."})
     @negotiated()
     def get(self, seq: int) -> Response:
         return history.entry_detail(seq)
