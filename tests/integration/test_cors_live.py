@@ -1,5 +1,6 @@
 """CORS through a real browser: headless Chromium loads a page from another 127.0.0.1 port, which reads a
-list from Shoal (with a header that needs a preflight) and opens an EventSource on it.
+list from Shoal (with a header that needs a preflight) and opens an EventSource on it. Last, the nginx
+remedy of docs/streams.md: an EventSource behind nginx keeps reconnecting across a restart of Shoal.
 
 Shoal runs under real gunicorn with ``SERVICE_CORS_ORIGINS`` naming one page origin and authentication by
 trusted headers off (mode none), so what decides is CORS alone. The page reports what it saw by POSTing
@@ -150,3 +151,108 @@ def test_a_page_on_another_origin_is_blocked_and_its_stream_refused(chromium: st
     preflight = requests.options(f"{base}/services", headers={"Origin": other,
                                                                "Access-Control-Request-Method": "GET"}, timeout=5)
     assert "Access-Control-Allow-Origin" not in preflight.headers
+
+
+# --------------------------------------------------------------------------- behind nginx, across a restart
+PROBE = """<!doctype html><meta charset="utf-8"><title>restart probe</title><script>
+function report(kind, extra) {
+  fetch("/report", {method: "POST", body: JSON.stringify({kind: kind, ...extra})});
+}
+const source = new EventSource("/events");
+source.onopen = () => report("open", {});
+source.onerror = () => report("error", {state: source.readyState});
+for (const name of ["config", "batch", "sync"]) {
+  source.addEventListener(name, event => report("event", {name: name, id: event.lastEventId}));
+}
+</script>"""
+
+# The remedy of docs/streams.md: a stream request that finds the upstream down gets an empty 200 event
+# stream with a short retry, which EventSource treats as a dropped connection (it reconnects), not the 502
+# it treats as final. Everything else still gets the 502.
+REMEDY = """
+  map $http_accept $shoal_wants_stream { default 0; "~*text/event-stream" 1; }
+  server {
+    listen 127.0.0.1:%(port)d;
+    location = /probe.html { root %(prefix)s; }
+    location = /report { proxy_pass %(page)s; }
+    location / {
+      proxy_pass %(upstream)s;
+      proxy_http_version 1.1;
+      proxy_buffering off;
+      proxy_set_header Host $http_host;
+      error_page 502 504 = @shoal_down;
+    }
+    location @shoal_down {
+      default_type text/event-stream;
+      if ($shoal_wants_stream) { return 200 "retry: 1000\\n\\n"; }
+      return 502;
+    }
+  }
+"""
+
+
+def _start_remedy_nginx(prefix: Path, upstream: str, page: str) -> tuple[subprocess.Popen[bytes], str]:
+    binary = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not Path(binary).exists():
+        pytest.fail("nginx not found: run scripts/setup (it installs the Debian package)", pytrace=False)
+    prefix.mkdir(parents=True, exist_ok=True)
+    (prefix / "probe.html").write_text(PROBE)
+    port = free_port()
+    temp = "".join(f"  {name}_temp_path {prefix / name};\n" for name in ("client_body", "proxy", "fastcgi",
+                                                                          "uwsgi", "scgi"))
+    conf = prefix / "nginx.conf"
+    conf.write_text("daemon off;\nmaster_process off;\nworker_processes 1;\n"
+                    f"pid {prefix / 'nginx.pid'};\nerror_log {prefix / 'error.log'} info;\n"
+                    "events { worker_connections 64; }\n"
+                    f"http {{\n  access_log {prefix / 'access.log'};\n{temp}"
+                    + REMEDY % {"port": port, "prefix": prefix, "page": page, "upstream": upstream} + "}\n")
+    command = [binary, "-p", str(prefix), "-c", str(conf), "-e", str(prefix / "error.log")]
+    checked = subprocess.run([*command, "-t"], capture_output=True, text=True, timeout=20)
+    assert checked.returncode == 0, f"nginx -t refused the remedy:\n{checked.stderr}"
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    wait_for(lambda: requests.get(url + "/probe.html", timeout=2).status_code == 200, 15, interval=0.1,
+             message="nginx listening")
+    return process, url
+
+
+def test_behind_nginx_an_eventsource_reconnects_across_a_restart(chromium: str, docker_host: str, engine: Any,
+                                                                tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = gunicorn_env(docker_host, port, SERVICE_DATA_DIR=str(tmp_path / "state"))
+    proc = launch_gunicorn(env, tmp_path / "first.log", base)
+    with PageServer(base) as page:
+        nginx, url = _start_remedy_nginx(tmp_path / "nginx", base, page.origin)
+        profile = tmp_path / "profile-restart"
+        browser = subprocess.Popen([chromium, *FLAGS, f"--user-data-dir={profile}", url + "/probe.html"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        config_id = None
+        try:
+            wait_for(lambda: any(r["kind"] == "open" for r in page.reports), 45, message="the first stream")
+            stop_gunicorn(proc, tmp_path / "first.log")
+            wait_for(lambda: any(r["kind"] == "error" for r in page.reports), 20, message="the stream to drop")
+            down = requests.get(url + "/events", headers={"Accept": "text/event-stream"}, timeout=5)
+            assert down.status_code == 200 and down.text == "retry: 1000\n\n"       # the remedy answers
+            assert requests.get(url + "/services", timeout=5).status_code == 502  # JSON still sees the 502
+            opens_while_down = sum(r["kind"] == "open" for r in page.reports)
+            wait_for(lambda: sum(r["kind"] == "open" for r in page.reports) > opens_while_down + 1, 20,
+                     message="EventSource retrying through the outage")
+            proc = launch_gunicorn(env, tmp_path / "second.log", base)
+            mark = len(page.reports)
+            config_id = engine.create_config(f"cors-restart-probe-{port}", b"x")["ID"]
+            wait_for(lambda: any(r["kind"] == "event" for r in page.reports[mark:]), 30,
+                     message="an event from the restarted service in the page")
+            assert not [r for r in page.reports if r["kind"] == "error" and r.get("state") == 2], \
+                "EventSource gave up (readyState CLOSED)"
+            stop_gunicorn(proc, tmp_path / "second.log")
+        finally:
+            browser.terminate()
+            browser.wait(10)
+            nginx.send_signal(3)
+            nginx.wait(10)
+            if config_id:
+                engine.remove_config(config_id)
+            if proc.poll() is None:   # a failure above left a server running
+                proc.kill()
+                proc.wait(10)
