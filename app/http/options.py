@@ -10,9 +10,9 @@ answer honest:
   caller's: the same list a GET of the URL carries (the operations level, then the ACL write check),
   and ``Accept-Patch`` where PATCH is allowed (RFC 5789 §3.1 asks for it on OPTIONS).
 
-CORS preflight is not a feature of this version (``server.cors.*`` is recognised but not implemented): a
-browser's preflight carries no credentials, so with authentication on it is refused like any anonymous
-request. The OpenAPI document describes OPTIONS on every path (:func:`document_options`).
+A CORS preflight from an origin of ``server.cors.origins`` never gets here: ``app.http.cors`` answers it
+before authentication (it carries no credentials); from other origins it is this ordinary OPTIONS. The
+OpenAPI document describes OPTIONS on every path (:func:`document_options`).
 """
 
 from __future__ import annotations
