@@ -331,6 +331,15 @@ def _data_dir(text: str) -> str:
     return value
 
 
+def _external_url(text: str) -> str | None:
+    """``server.external_url``: the service's root URL as clients reach it (http(s), a host, maybe a path
+    prefix a proxy adds; no query, fragment or credentials); the trailing ``/`` is stripped."""
+    value = _prometheus_url(text)
+    if value is not None and "@" in urlsplit(value).netloc:
+        raise ValueError(f"{text!r}: no user or password allowed")
+    return value
+
+
 # --------------------------------------------------------------------------- the key table
 class Key(NamedTuple):
     field: str
@@ -361,6 +370,7 @@ KEYS: tuple[Key, ...] = (
     Key("tls_key", "tls.key", "SERVICE_TLS_KEY", _readable_file, _STR),
     Key("auth_mode", "auth.mode", "SERVICE_AUTH_MODE", _auth_mode, _STR),
     Key("trusted_proxies", "server.trusted_proxies", "SERVICE_TRUSTED_PROXIES", _networks, _STR),
+    Key("external_url", "server.external_url", "SERVICE_EXTERNAL_URL", _external_url, _STR),
     Key("cors_origins", "server.cors.origins", "SERVICE_CORS_ORIGINS", _origins, _STR),
     Key("cors_credentials", "server.cors.credentials", "SERVICE_CORS_CREDENTIALS", _bool, _BOOL),
     Key("oidc_issuer", "auth.oidc.issuer", "SERVICE_AUTH_OIDC_ISSUER", _http_url, _STR),

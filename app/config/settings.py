@@ -64,6 +64,7 @@ class Settings:
     tls_key: str | None = None
     auth_mode: str = "none"             # none, headers, oidc, cert (app.auth)
     trusted_proxies: tuple[str, ...] = ()   # CIDRs whose X-Forwarded-For is trusted; required for headers
+    external_url: str | None = None         # root URL as clients see it: absolute links (JSON Feed); None: request's
     cors_origins: tuple[str, ...] = ()      # origins whose pages may call the API (app.http.cors); ("*",): any
     cors_credentials: bool = False          # Access-Control-Allow-Credentials (cookies) for those origins
     oidc_issuer: str | None = None

@@ -8,9 +8,11 @@ feed headers: ``Vary: Accept, Authorization, Cookie`` (feeds will differ by call
 the time of the request (the feed's ``updated`` is its newest item's time).
 
 Paging follows RFC 5005: every page carries ``self`` and ``first`` links and, when older items exist,
-``next`` (the same URL with ``before`` = the last item's cursor). All pages of one feed share its id. Links
-are absolute paths (under the base path), never built from the request's ``Host``: readers resolve them
-against the feed's URL.
+``next`` (the same URL with ``before`` = the last item's cursor). All pages of one feed share its id. Atom
+links are absolute paths (under the base path): readers resolve them against the feed's URL. JSON Feed has
+no base URL, so its URLs (``feed_url``, ``home_page_url``, ``next_url``, items' ``url`` and
+``external_url``, ``_shoal.first``) are absolute, on ``app.http.links.external_origin`` (``server.external_url``,
+else the request as seen through trusted proxies).
 
 History feeds build their pages in ``app.http.history_feeds``; other sources (search results,
 recommendation findings) build ``FeedItem``s of their own and call ``feed_response`` the same way.
@@ -28,9 +30,11 @@ from urllib.parse import urlencode
 from feedgen.ext.base import BaseEntryExtension
 from feedgen.feed import FeedGenerator
 from feedgen.util import xml_elem
-from flask import Response
+from flask import Response, request
 
+from app.http.links import absolute, external_origin
 from app.http.negotiation import ATOM, FEED_JSON, current_representation
+from app.runtime import current_runtime
 
 JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
 FEED_VARY = ("Accept", "Authorization", "Cookie")
@@ -134,26 +138,27 @@ def render_atom(page: FeedPage) -> bytes:
     return body
 
 
-def render_json_feed(page: FeedPage) -> bytes:
+def render_json_feed(page: FeedPage, origin: str | None = None) -> bytes:
+    """The page as JSON Feed 1.1; its URLs on ``origin`` (scheme and host, see ``external_origin``)."""
     document: dict[str, Any] = {
-        "version": JSON_FEED_VERSION, "title": page.title, "home_page_url": page.alternate,
-        "feed_url": page.self_url,
+        "version": JSON_FEED_VERSION, "title": page.title, "home_page_url": absolute(origin, page.alternate),
+        "feed_url": absolute(origin, page.self_url),
     }
     if page.next_url is not None:
-        document["next_url"] = page.next_url
+        document["next_url"] = absolute(origin, page.next_url)
     if page.description:
         document["description"] = page.description
     document["authors"] = [{"name": AUTHOR}]
-    document["_shoal"] = {"feedId": page.feed_id, "first": page.first_url,
+    document["_shoal"] = {"feedId": page.feed_id, "first": absolute(origin, page.first_url),
                           "updated": _iso(page.items[0].updated if page.items else page.updated)}
-    document["items"] = [_json_item(item) for item in page.items]
+    document["items"] = [_json_item(item, origin) for item in page.items]
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def _json_item(item: FeedItem) -> dict[str, Any]:
-    data: dict[str, Any] = {"id": item.id, "url": item.link}
+def _json_item(item: FeedItem, origin: str | None) -> dict[str, Any]:
+    data: dict[str, Any] = {"id": item.id, "url": absolute(origin, item.link)}
     if item.related:
-        data["external_url"] = item.related
+        data["external_url"] = absolute(origin, item.related)
     data.update(title=item.title, summary=item.summary, content_text=item.content or item.summary,
                 date_published=_iso(item.updated), date_modified=_iso(item.updated))
     if item.categories:
@@ -167,7 +172,8 @@ def _json_item(item: FeedItem) -> dict[str, Any]:
 def feed_response(page: FeedPage) -> Response:
     """The page in the negotiated feed format (JSON Feed when the request asked for it, else Atom)."""
     if current_representation().media == "jsonfeed":
-        response = Response(render_json_feed(page), content_type=FEED_JSON)
+        origin = external_origin(current_runtime().settings, request)
+        response = Response(render_json_feed(page, origin), content_type=FEED_JSON)
     else:
         response = Response(render_atom(page), content_type=ATOM + "; charset=utf-8")
     response.headers["Cache-Control"] = "no-cache"

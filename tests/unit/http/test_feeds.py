@@ -87,7 +87,8 @@ def test_json_feed_carries_the_same_entries(client: FlaskClient) -> None:
     document = client.get("/history.feed.json?limit=5").get_json(force=True)
     assert document["version"] == "https://jsonfeed.org/version/1.1"
     assert [item["id"] for item in document["items"]] == [entry.id for entry in atom.entries]
-    assert document["next_url"] == "/history.feed.json?limit=5&before=" + str(document["items"][-1]["_shoal"]["id"])
+    assert document["next_url"] == \
+        "http://localhost/history.feed.json?limit=5&before=" + str(document["items"][-1]["_shoal"]["id"])
     assert document["items"][0]["_shoal"]["@type"] == "HistoryEntry"
 
 
