@@ -12,8 +12,10 @@ import contextlib
 from collections.abc import Callable
 
 from flask import Response, request
+from flask.blueprints import BlueprintSetupState
 from flask.views import MethodView
 from flask_smorest import Blueprint
+from werkzeug.routing import Map, UnicodeConverter
 
 from app.blueprints import label_views
 from app.blueprints.docs import errors, write_documented
@@ -250,7 +252,28 @@ class Volume(MethodView):
 
 
 # ---------------------------------------------------------------------------------------------- stacks
-@blp.route("/stacks/<name>")
+class StackName(UnicodeConverter):
+    """A stack name in a write URL, never the reserved ``summary``: ``/stacks/summary`` is the summary
+    collection (GET only), so ``DELETE /stacks/summary`` must not match this rule and remove a stack called
+    "summary" (issue 17). With the rule out of the match, werkzeug answers 405 with the summary's own
+    methods (GET, HEAD, OPTIONS). A stack really named "summary" cannot be removed through this URL: remove
+    its services (``DELETE /services/{id}``) or use ``docker stack rm``."""
+
+    RESERVED = "summary"
+
+    def __init__(self, url_map: Map) -> None:
+        super().__init__(url_map)
+        self.regex = f"(?!{self.RESERVED}$)[^/]{{1,}}"   # ``{1,}`` keeps the OpenAPI minLength 1
+
+
+def _register_stack_name(state: BlueprintSetupState) -> None:
+    state.app.url_map.converters.setdefault("stack", StackName)
+
+
+blp.record_once(_register_stack_name)   # before the rule below is added
+
+
+@blp.route("/stacks/<stack:name>")
 class Stack(MethodView):
     @admission.exempt
     @write_documented(blp, "remove_stack", returns=StackRemovalV1, description=(

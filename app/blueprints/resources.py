@@ -15,11 +15,10 @@ from app.blueprints.docs import errors, feed_documented, list_parameters
 from app.cache.entries import Entry
 from app.http import admission, history, respond
 from app.http.acl_read import read_filter, readable, require_entry
-from app.http.conditional import if_range_holds
+from app.http.conditional import ranged_or_full
 from app.http.negotiation import negotiated
 from app.query import listing
 from app.query.listing import Page
-from app.query.paging import RangeNotSatisfiable
 from app.resources import ResourceKind
 from app.runtime import current_runtime
 from app.schemas.v1.envelopes import COLLECTION_SCHEMAS, DETAIL_SCHEMAS
@@ -36,22 +35,15 @@ def _lookup(kind: ResourceKind, object_id: str) -> Entry:
 
 
 def _collection(kind: ResourceKind) -> Response:
-    """A list page; with ``If-Range`` (RFC 9110 §13.1.5) the Range applies only if the validator equals
-    that of the response the Range selects (its own ETag: each 206 carries the ETag of its body), else
-    the Range is ignored and the whole page is a 200. An unsatisfiable Range fails If-Range too."""
-    cache, range_header = current_runtime().cache, request.headers.get("Range")
-    if_range, keep = request.headers.get("If-Range"), read_filter()
-    if range_header and if_range is not None:
-        try:
-            ranged = respond.collection(kind, listing.run(cache, kind, listing.parse_list_query(
-                kind, request.args, range_header), keep))
-        except RangeNotSatisfiable:
-            ranged = None
-        if ranged is not None and (ranged.status_code != 206 or if_range_holds(if_range, ranged)):
-            return ranged
-        range_header = None
-    query = listing.parse_list_query(kind, request.args, range_header)
-    return respond.collection(kind, listing.run(cache, kind, query, keep))
+    """A list page; ``Range`` under ``If-Range`` is decided in ``app.http.conditional.ranged_or_full``
+    (the validator is the ETag of the list without the Range)."""
+    cache, keep = current_runtime().cache, read_filter()
+
+    def render(range_header: str | None) -> Response:
+        query = listing.parse_list_query(kind, request.args, range_header)
+        return respond.collection(kind, listing.run(cache, kind, query, keep))
+
+    return ranged_or_full(render, request.headers.get("Range"), request.headers.get("If-Range"))
 
 
 def resource_blueprint(kind: ResourceKind) -> Blueprint:

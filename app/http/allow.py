@@ -5,19 +5,35 @@ The check is the operations level first (403 ``OPS001``), then the ACL write per
 key (403 ``ACL002``, reference §1.4): the target comes from the request's URL (the rule's ``<id>``/``<name>``),
 so a GET of ``/services/<id>`` and a PUT of ``/services/<id>/scale`` ask about the same object.
 
-``Allow`` lists the methods of the requested URL itself (RFC 9110 §10.2.1): GET and HEAD, plus each write
-method of that URL the caller may use now. A method the route has but the table does not know is listed
-as routed. ``Accept-Patch`` (RFC 5789 §3.1) appears only when PATCH is allowed there.
+Two kinds of URL (issue 17 §1, reference §3 "Allow on a detail GET"):
+
+- a **detail** (``/services/<id>``, ``/nodes/<id>``, ..., ``/plugins/<name>``, ``/swarm``) lists GET and HEAD
+  plus the write methods of the object's whole family: its own URL and its sub-resources one segment below
+  (``/services/<id>/scale``, ``/services/<id>/env``...). A peer UI decides from the detail's ``Allow`` which
+  controls to show (scale, image, env, swarm settings). ``Accept-Patch`` is the union of the patch types of
+  the family's allowed PATCH operations;
+- any other URL lists its own methods (RFC 9110 §10.2.1); a sub-resource keeps its own ``Allow``.
+
+A method the route has but the table does not know is listed as routed. ``Accept-Patch`` (RFC 5789 §3.1)
+appears only when PATCH is allowed. The family per (rule, level) is computed once (:func:`_family`); per
+request only the ACL check runs, once per distinct write target, so a detail read costs a few dict hits more.
 """
 
 from __future__ import annotations
+
+from functools import cache
 
 from flask import Response, request
 
 from app.errors import ProblemError
 from app.http.acl import current_access, write_target
+from app.resources import ResourceKind
 from app.runtime import current_runtime
-from app.writes.operations import METHOD_ORDER, Operation, on_rule, tier_refusal
+from app.writes.operations import METHOD_ORDER, OPERATIONS, Operation, on_rule, plain_rule, tier_refusal
+
+# The detail URL rules whose Allow is the family's: one per cached kind, plus plugins and the swarm.
+DETAIL_RULES: frozenset[str] = frozenset(
+    [f"{kind.spec.path}/<{kind.spec.id_placeholder}>" for kind in ResourceKind] + ["/plugins/<name>", "/swarm"])
 
 
 def write_refusal(op: Operation, view_args: dict[str, str] | None = None) -> ProblemError | None:
@@ -27,6 +43,11 @@ def write_refusal(op: Operation, view_args: dict[str, str] | None = None) -> Pro
     refusal = tier_refusal(op, level)
     if refusal is not None:
         return ProblemError("OPS001", detail=refusal, extra={"requiredLevel": int(op.tier), "configuredLevel": level})
+    return acl_refusal(op, view_args)
+
+
+def acl_refusal(op: Operation, view_args: dict[str, str] | None = None) -> ProblemError | None:
+    """The ACL half of :func:`write_refusal`: 403 ``ACL002`` when the caller may not write ``op``'s target."""
     access = current_access()
     if access.unrestricted:
         return None
@@ -37,8 +58,56 @@ def write_refusal(op: Operation, view_args: dict[str, str] | None = None) -> Pro
                         extra={"resource": target.resource, "permission": "write"})
 
 
+def _is_member(detail: str, rule: str) -> bool:
+    """``rule`` is ``detail`` itself or a sub-resource one static segment below it."""
+    if rule == detail:
+        return True
+    rest = rule.removeprefix(detail + "/")
+    return rest != rule and "/" not in rest and "<" not in rest
+
+
+@cache
+def _family(detail: str, level: int) -> tuple[tuple[tuple[str, Operation], ...], tuple[str, ...]]:
+    """((write method, one operation of that method the level lets through), patch types) of a detail's
+    family at ``level``. The table is fixed at import, so this is computed once per (rule, level)."""
+    chosen: dict[str, Operation] = {}
+    patch_types: list[str] = []
+    for op in OPERATIONS.values():
+        if op.method == "GET" or not _is_member(detail, op.rule) or tier_refusal(op, level) is not None:
+            continue
+        chosen.setdefault(op.method, op)
+        if op.method == "PATCH":
+            patch_types.extend(t for t in op.patch_types if t not in patch_types)
+    methods = tuple((method, chosen[method]) for method in METHOD_ORDER if method in chosen)
+    return methods, tuple(patch_types)
+
+
+def detail_methods(rule: str, routed: set[str]) -> tuple[list[str], tuple[str, ...]]:
+    """(methods for ``Allow``, types for ``Accept-Patch``) of a detail URL: GET, HEAD (and any routed method
+    the table does not know) plus the family's write methods whose ACL check passes. Every member of a
+    family shares the detail's target, so the ACL is asked once per distinct target type."""
+    family, patch_types = _family(rule, current_runtime().settings.operations_level)
+    writes = dict(family)
+    verdicts: dict[str, bool] = {}
+    methods: list[str] = []
+    for method in METHOD_ORDER:
+        op = writes.get(method)
+        if op is None:
+            if method in ("GET", "HEAD") or (method in routed and all(o.method != method for o in on_rule(rule))):
+                methods.append(method)
+            continue
+        allowed = verdicts.get(op.target)
+        if allowed is None:
+            allowed = verdicts[op.target] = acl_refusal(op) is None
+        if allowed:
+            methods.append(method)
+    return methods, (patch_types if "PATCH" in methods else ())
+
+
 def allowed_methods(rule: str, routed: set[str]) -> tuple[list[str], tuple[str, ...]]:
     """(methods for ``Allow``, types for ``Accept-Patch``) of one URL rule for the current caller."""
+    if plain_rule(rule) in DETAIL_RULES:
+        return detail_methods(plain_rule(rule), routed)
     writes = {op.method: op for op in on_rule(rule)}
     methods: list[str] = []
     patch_types: tuple[str, ...] = ()

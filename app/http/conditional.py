@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from flask import Request, Response
+from werkzeug.exceptions import RequestedRangeNotSatisfiable
 from werkzeug.http import parse_date
 
 from app.http.issued_tags import record_issued
@@ -41,6 +43,28 @@ def has_validators(response: Response) -> bool:
         return False
     mimetype = response.mimetype or ""
     return mimetype in _VALIDATED or mimetype.startswith("application/vnd.")
+
+
+def ranged_or_full(render: Callable[[str | None], Response], range_header: str | None,
+                   if_range: str | None) -> Response:
+    """The answer to a Range request under ``If-Range`` (RFC 9110 §13.1.5). ``render(range)`` builds the
+    response for a Range header (None: the whole representation) and may raise 416.
+
+    The validator is the *selected representation*'s: the response this URL gives without ``Range`` (the
+    ETag of a 200 of the same URL and query). When it holds, the Range is applied (206, or 416 when it
+    cannot be satisfied); else the Range is ignored and the whole representation is a 200. A 206 carries
+    the ETag of its own body, so that tag is accepted too for the same Range (a client replaying a 206
+    it holds): it names exactly the slice it asks for. Each call renders at most two bodies."""
+    if not range_header or if_range is None:
+        return render(range_header)
+    full = render(None)
+    if if_range_holds(if_range, full):
+        return render(range_header)
+    try:
+        ranged = render(range_header)
+    except RequestedRangeNotSatisfiable:
+        return full
+    return ranged if ranged.status_code == 206 and if_range_holds(if_range, ranged) else full
 
 
 def if_range_holds(header: str, response: Response) -> bool:

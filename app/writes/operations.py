@@ -12,6 +12,7 @@ covers take the reference's tier.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
@@ -144,9 +145,19 @@ def operation(name: str) -> Operation:
     return OPERATIONS[name]
 
 
+_CONVERTER = re.compile(r"<[^:<>]+:([^<>]+)>")
+
+
+def plain_rule(rule: str) -> str:
+    """``rule`` without converter names (``/stacks/<stack:name>`` → ``/stacks/<name>``): the table's form."""
+    return _CONVERTER.sub(r"<\1>", rule) if ":" in rule else rule
+
+
 def on_rule(rule: str) -> list[Operation]:
-    """The write operations of one URL rule (empty for read-only URLs)."""
-    return _BY_RULE.get(rule, [])
+    """The write operations of one URL rule (empty for read-only URLs); a converter in the rule
+    (``/stacks/<stack:name>``) does not change which row it is."""
+    rows = _BY_RULE.get(rule)
+    return rows if rows is not None else _BY_RULE.get(plain_rule(rule), [])
 
 
 def permitted(operations: Iterable[Operation], level: int) -> list[Operation]:

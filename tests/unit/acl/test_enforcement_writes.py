@@ -227,7 +227,7 @@ def allow(client: FlaskClient, path: str, user: str, groups: str = "") -> tuple[
 
 def test_allow_and_accept_patch_follow_the_callers_write_permission(lab: tuple[Harness, RecordingWriter]) -> None:
     client = lab[0].app.test_client()
-    assert allow(client, f"/services/{SVC_WEB}", "bob")[0] == ["GET", "HEAD", "DELETE"]
+    assert allow(client, f"/services/{SVC_WEB}", "bob")[0] == ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
     assert allow(client, f"/services/{SVC_WEB}", "alice")[0] == ["GET", "HEAD"]
     assert allow(client, f"/services/{SVC_WEB}/labels", "bob") == (["GET", "HEAD", "PUT", "PATCH"],
                                                                    "application/json-patch+json, " + MERGE)
@@ -244,7 +244,7 @@ def test_without_a_policy_everyone_writes() -> None:
     try:
         client = harness.app.test_client()
         assert labels(client, f"/services/{SVC_MONITOR}", "dave").status_code == 200
-        assert allow(client, f"/services/{SVC_WEB}", "dave")[0] == ["GET", "HEAD", "DELETE"]
+        assert allow(client, f"/services/{SVC_WEB}", "dave")[0] == ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
     finally:
         harness.stop()
 

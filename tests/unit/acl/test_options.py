@@ -47,7 +47,8 @@ def test_options_allow_is_the_callers_and_equals_gets(lab: tuple[Harness, Record
 def test_options_never_advertises_what_the_caller_may_not_do(lab: tuple[Harness, RecordingWriter]) -> None:
     client = lab[0].app.test_client()
     assert client.options(f"/services/{SVC_WEB}", headers=as_user("alice")).headers["Allow"] == "GET, HEAD"
-    assert client.options(f"/services/{SVC_WEB}", headers=as_user("bob")).headers["Allow"] == "GET, HEAD, DELETE"
+    detail = client.options(f"/services/{SVC_WEB}", headers=as_user("bob"))   # the family's (issue 17 §1)
+    assert detail.headers["Allow"] == "GET, HEAD, POST, PUT, PATCH, DELETE" and detail.headers["Accept-Patch"]
     scale = f"/services/{SVC_WEB}/scale"          # a write-only URL: nothing for a reader
     assert client.options(scale, headers=as_user("alice")).headers["Allow"] == ""
     assert client.options(scale, headers=as_user("bob")).headers["Allow"] == "PUT"
@@ -80,7 +81,24 @@ def test_options_follows_the_operations_level_in_mode_none(level: int, scale: st
         client = harness.app.test_client()
         assert client.options(f"/services/{SVC_WEB}/scale").headers["Allow"] == scale
         detail = client.options(f"/services/{SVC_WEB}").headers["Allow"]
-        assert detail == ("GET, HEAD, DELETE" if level == 3 else "GET, HEAD")
+        assert detail == {0: "GET, HEAD", 1: "GET, HEAD, POST, PUT", 3: "GET, HEAD, POST, PUT, PATCH, DELETE"}[level]
         assert detail == client.get(f"/services/{SVC_WEB}").headers["Allow"]
+    finally:
+        harness.stop()
+
+
+@pytest.mark.parametrize("method", ["DELETE", "PUT", "PATCH", "POST"])
+def test_stacks_summary_is_405_with_its_own_allow_and_never_removes_a_stack(method: str) -> None:
+    harness, writer = start(level=3, policy=None, mode="none")
+    try:
+        client = harness.app.test_client()
+        response = client.open("/stacks/summary", method=method)
+        assert response.status_code == 405 and response.mimetype == "application/problem+json"
+        assert {m.strip() for m in response.headers["Allow"].split(",")} == {"GET", "HEAD", "OPTIONS"}
+        assert client.options("/stacks/summary").headers["Allow"] == "GET, HEAD"
+        assert client.get("/stacks/summary").headers["Allow"] == "GET, HEAD"
+        assert writer.calls == []
+        assert client.options("/stacks/shop").headers["Allow"] == "GET, HEAD, DELETE"   # other names unchanged
+        assert client.delete("/stacks/summary-2").get_json()["code"] == "STK001"          # only the exact name
     finally:
         harness.stop()

@@ -180,7 +180,7 @@ def test_context_document_is_json_ld(client: FlaskClient) -> None:
 
 
 # --------------------------------------------------------------------------- Allow
-@pytest.mark.parametrize("path", ["/services", DETAIL, "/stacks/shop", f"/nodes/{o.NODE_WORKER}/tasks",
+@pytest.mark.parametrize("path", ["/services", f"{DETAIL}/labels", "/stacks/shop", f"/nodes/{o.NODE_WORKER}/tasks",
                                   "/api", "/api/errors", "/api/errors/SVC003"])
 @pytest.mark.parametrize("method", ["GET", "HEAD"])
 def test_reads_list_the_allowed_methods(client: FlaskClient, path: str, method: str) -> None:

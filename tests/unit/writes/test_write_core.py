@@ -89,7 +89,7 @@ def test_level_0_refuses_with_ops001_before_anything(level0: tuple[FlaskClient, 
 def test_allow_on_a_service_detail_and_collections(level0: tuple[FlaskClient, FakeWriter],
                                                    level1: tuple[FlaskClient, FakeWriter]) -> None:
     assert level0[0].get(f"/services/{SVC_WEB}").headers["Allow"] == "GET, HEAD"
-    assert level1[0].get(f"/services/{SVC_WEB}").headers["Allow"] == "GET, HEAD"   # DELETE is tier 3
+    assert level1[0].get(f"/services/{SVC_WEB}").headers["Allow"] == "GET, HEAD, POST, PUT"   # its family's
     assert "Accept-Patch" not in level1[0].get(f"/services/{SVC_WEB}").headers
     assert level1[0].get("/services").headers["Allow"] == "GET, HEAD"
 
