@@ -12,7 +12,12 @@ Measured on the synthetic cluster (``bench/synthetic.py``) with a real file in a
 - steady writes: ``--rate`` task updates per second for ``--seconds``: per change, the time from the cache
   recording it to its transaction committing (batch interval 0.5 s included), and the hub's longest stall;
 - restore: a new cache and store opened on the file (lock, checks, load on the store thread, then
-  ``Cache.restore`` and a heap settle on the hub), and the hub's longest stall during the load.
+  ``Cache.restore`` and a heap settle on the hub), and the hub's longest stall during the load;
+- archive pages (``--archive``, default 100,000): that many task-update records written to the file beyond
+  the ring, the service restarted on it (only the ring loaded), then ``/history`` pages as the endpoint
+  selects and builds them (``app.history.archive.select_all`` + ``entries.entry``): the newest page (ring),
+  pages at random cursors deep in the archive (limit 50 and 200), and a filtered page that matches nothing
+  (the scan bound), with the hub's longest stall.
 
 Prints p50/p99/max and writes JSON to ``bench/results/bench_store.json``.
 """
@@ -23,6 +28,7 @@ import argparse
 import copy
 import json
 import os
+import random
 import tempfile
 import time
 from pathlib import Path
@@ -31,8 +37,11 @@ from typing import Any
 import gevent
 
 from app import heap
-from app.cache.history import Change
+from app.cache.history import Action, Change
 from app.cache.store import Cache
+from app.history import entries
+from app.history.archive import select_all
+from app.history.selection import Cursor, HistoryFilter
 from app.resources import ResourceKind
 from app.store.database import FILE_NAME, Database
 from app.store.persister import Persister
@@ -71,7 +80,7 @@ def _commits() -> list[tuple[float, list[float]]]:
         real(self, changes, now=now)
         noted.append((time.time(), [change.timestamp for change in changes]))
 
-    Database.write = write  # type: ignore[method-assign]
+    Database.write = write  # type: ignore[method-assign,assignment]
     return noted
 
 
@@ -80,7 +89,7 @@ def _stats(samples: list[float]) -> dict[str, float]:
             "max": round(max(samples), 2) if samples else 0.0}
 
 
-def run(tasks: int, rate: float, seconds: float) -> dict[str, Any]:
+def run(tasks: int, rate: float, seconds: float, archive: int = 0) -> dict[str, Any]:
     results: dict[str, Any] = {"tasks": tasks, "rate": rate, "seconds": seconds}
     commits = _commits()
     snapshot = build_snapshot(ClusterShape(tasks=tasks))
@@ -142,6 +151,53 @@ def run(tasks: int, rate: float, seconds: float) -> dict[str, Any]:
         assert restored.history.last_seq == last_seq
         assert restored.count(ResourceKind.TASK) == tasks
         again.stop()
+        if archive:
+            results["archive"] = _archive_pages(path, snapshot, archive)
+    return results
+
+
+def _archive_pages(path: str, snapshot: dict[ResourceKind, list[Any]], count: int) -> dict[str, Any]:
+    """``count`` task updates appended to the file (before/after, as the watcher records them), then pages."""
+    database = Database.open(path)
+    raws = snapshot[ResourceKind.TASK][:500]
+    first = int(database._db.execute("SELECT value FROM meta WHERE key = 'last_seq'").fetchone()[0]) + 1
+    began = time.perf_counter()
+    for start in range(first, first + count, 5_000):
+        batch = []
+        for seq in range(start, min(start + 5_000, first + count)):
+            raw = raws[seq % len(raws)]
+            after = {**raw, "Version": {"Index": seq}}
+            batch.append(Change(seq, ResourceKind.TASK, Action.UPDATE, raw["ID"], raw["ID"], time.time(), raw, after,
+                                3_000))
+        database.write(batch)
+    write_s = time.perf_counter() - began
+    database.close()
+    cache = Cache()
+    store = Persister(cache, path)
+    store.start()
+    history = cache.history
+    floor = history.oldest_seq or 0
+    results: dict[str, Any] = {"archived": count, "write_s": round(write_s, 1), "file_bytes": os.path.getsize(path),
+                               "ring": len(history)}
+    rng = random.Random(7)
+
+    def page(wanted: HistoryFilter, before: int | None, limit: int) -> float:
+        started = time.perf_counter()
+        chosen = select_all(history, store, wanted, Cursor(before, limit))
+        for change in chosen.changes:
+            entries.entry(change, cache, "")
+        assert chosen.changes or wanted.object_id is not None
+        return (time.perf_counter() - started) * 1000
+
+    ticker = Ticker()
+    results["ring_page_50_ms"] = _stats([page(HistoryFilter(), None, 50) for _ in range(50)])
+    for limit in (50, 200):
+        samples = [page(HistoryFilter(), rng.randrange(first + 1_000, floor), limit) for _ in range(100)]
+        results[f"archive_page_{limit}_ms"] = _stats(samples)
+    results["archive_filtered_nothing_ms"] = _stats(
+        [page(HistoryFilter(object_id="nobody"), rng.randrange(first + 10_000, floor), 50) for _ in range(20)])
+    results["hub_max_stall_ms"] = round(ticker.stop(), 2)
+    store.stop()
     return results
 
 
@@ -150,8 +206,9 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=10_000)
     parser.add_argument("--rate", type=float, default=100.0)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--archive", type=int, default=100_000, help="records archived for the page bench")
     args = parser.parse_args()
-    results = run(args.tasks, args.rate, args.seconds)
+    results = run(args.tasks, args.rate, args.seconds, args.archive)
     first, steady, restore = results["first_flush"], results["steady"], results["restore"]
     print(f"first flush: {first['changes']} changes in {first['ms']} ms ({first['changes_per_s']}/s), "
           f"hub max stall {first['hub_max_stall_ms']} ms")
@@ -161,6 +218,14 @@ def main() -> None:
           f"max flush {steady['flush_ms_max']} ms; hub max stall {steady['hub_max_stall_ms']} ms")
     print(f"restore: {restore['objects']} objects + {restore['records']} records in {restore['ms']} ms, "
           f"hub max stall {restore['hub_max_stall_ms']} ms; file {results['file_bytes'] / 1e6:.1f} MB")
+    if "archive" in results:
+        pages = results["archive"]
+        print(f"archive: {pages['archived']} records written in {pages['write_s']} s, file "
+              f"{pages['file_bytes'] / 1e6:.0f} MB, ring {pages['ring']}; page (select + entries) ms: "
+              + "; ".join(f"{name[:-3]} p50 {pages[name]['p50']} p99 {pages[name]['p99']} max {pages[name]['max']}"
+                          for name in ("ring_page_50_ms", "archive_page_50_ms", "archive_page_200_ms",
+                                       "archive_filtered_nothing_ms"))
+              + f"; hub max stall {pages['hub_max_stall_ms']} ms")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bench_store.json").write_text(json.dumps(results, indent=2))
 

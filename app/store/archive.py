@@ -2,17 +2,59 @@
 
 A second, read-only connection to the same file (WAL: readers never block the writer nor see a half-written
 transaction), used only on the store's thread (``Persister.older``/``Persister.record``), so the hub never
-waits on SQLite. Each call reads at most ``limit`` rows by primary key (``seq``), newest first: its cost is
-the page, never the file's size.
+waits on SQLite. A read examines a *window* of at most ``window`` rows below the cursor (found by the primary
+key, ``seq``), applies the flat filters (kind, object id, actions) in SQL, and returns at most ``limit``
+matching rows, newest first: its cost is bounded by the window, never by the file's size, and rows the flat
+filters reject are never decoded.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.cache.history import Change
 from app.store.database import COLUMNS, change_from_row
+
+
+@dataclass(frozen=True, slots=True)
+class Flat:
+    """The filters SQL applies (values as stored); None: any."""
+    kind: str | None = None
+    object_id: str | None = None
+    actions: tuple[str, ...] | None = None
+
+    def sql(self) -> tuple[str, list[Any]]:
+        clauses, values = [], []
+        if self.kind is not None:
+            clauses.append("kind = ?")
+            values.append(self.kind)
+        if self.object_id is not None:
+            clauses.append("object_id = ?")
+            values.append(self.object_id)
+        if self.actions is not None:
+            clauses.append(f"action IN ({', '.join('?' for _ in self.actions)})")
+            values.extend(self.actions)
+        return "".join(" AND " + clause for clause in clauses), values
+
+    def matches(self, change: Change) -> bool:
+        return ((self.kind is None or change.kind.value == self.kind)
+                and (self.object_id is None or change.id == self.object_id)
+                and (self.actions is None or change.action.value in self.actions))
+
+
+ANY = Flat()
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """What one read found: ``changes`` newest first (at most the limit), the lowest number the window
+    examined (``low``), and whether the window reached the file's oldest record (``at_start``)."""
+    changes: list[Change]
+    low: int
+    at_start: bool
 
 
 class ArchiveReader:
@@ -37,11 +79,17 @@ class ArchiveReader:
             self._db = sqlite3.connect(uri, uri=True, timeout=5.0, isolation_level=None, check_same_thread=False)
         return self._db
 
-    def older(self, before: int, limit: int) -> list[Change]:
-        """Up to ``limit`` records numbered below ``before``, newest first."""
-        rows = self._connection().execute(
-            f"SELECT {COLUMNS} FROM history WHERE seq < ? ORDER BY seq DESC LIMIT ?", (before, limit)).fetchall()
-        return [change_from_row(row) for row in rows]
+    def older(self, before: int, limit: int, flat: Flat = ANY, window: int = 5_000) -> Window:
+        """Up to ``limit`` records numbered below ``before`` that ``flat`` selects, newest first, among the
+        ``window`` records below ``before``."""
+        db = self._connection()
+        edge = db.execute("SELECT seq FROM history WHERE seq < ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
+                          (before, max(0, window - 1))).fetchone()
+        low = 0 if edge is None else int(edge[0])
+        where, values = flat.sql()
+        rows = db.execute(f"SELECT {COLUMNS} FROM history WHERE seq < ? AND seq >= ?{where} "
+                          "ORDER BY seq DESC LIMIT ?", (before, low, *values, limit)).fetchall()
+        return Window([change_from_row(row) for row in rows], low, edge is None)
 
     def get(self, seq: int) -> Change | None:
         row = self._connection().execute(f"SELECT {COLUMNS} FROM history WHERE seq = ?", (seq,)).fetchone()

@@ -41,7 +41,7 @@ from app import heap
 from app.cache.history import Change, sequence_base
 from app.cache.store import Cache
 from app.resources import ENGINE_KINDS
-from app.store.archive import ArchiveReader
+from app.store.archive import ANY, ArchiveReader, Flat, Window
 from app.store.database import DEFAULT_ARCHIVE_BYTES, DEFAULT_RETENTION, BadStoreFile, Database, Loaded, move_aside
 from app.store.health import StoreState, StoreStatus, WriteHealth, describe_error
 from app.store.lock import DataDirInUse, take_lock
@@ -112,11 +112,11 @@ class StoreStats:
 
 class Persister:
     def __init__(self, cache: Cache, path: str, flush_interval: float = 0.5, lock_timeout: float = 15.0,
-                 max_pending_bytes: int | None = None, *, ring_size: int | None = None,
+                 max_pending_bytes: int | None = None, *, ring_size: int = 10_000,
                  retention: float = DEFAULT_RETENTION, max_history_bytes: int = DEFAULT_ARCHIVE_BYTES) -> None:
         self._cache = cache
         self.path = path
-        self.ring_size = ring_size              # records restored into the ring (None: all the file keeps)
+        self.ring_size = ring_size              # changes restored into the ring (``server.history_size``)
         self.retention = retention              # the audit trail's bounds in the file (``Database.trim``)
         self.max_history_bytes = max_history_bytes
         self._reader = ArchiveReader(path)      # older pages, on the store thread (``older``, ``record``)
@@ -380,21 +380,22 @@ class Persister:
         self._rewrite = True
 
     # ------------------------------------------------------------------ reading the archive
-    def older(self, before: int, limit: int) -> list[Change]:
-        """Up to ``limit`` records numbered below ``before``, newest first: the file's (read on the store
-        thread) merged with those not written yet (pending or being written), so a record that left the ring
-        before its write is still found. Empty without an open file.
+    def older(self, before: int, limit: int, flat: Flat = ANY, window: int = 5_000) -> Window:
+        """``ArchiveReader.older`` on the store thread, merged with the records not written yet (pending or
+        being written) in the same window, so a record that left the ring before its write is still found.
+        An empty window at the start without an open file.
 
         :raises sqlite3.Error: the file could not be read."""
         if self._db is None or self._pool is None:
-            return []
-        stored = self._on_thread(self._reader.older, before, limit)
-        unwritten = [change for change in (*self._inflight, *self._pending) if change.seq < before]
+            return Window([], 0, True)
+        found: Window = self._on_thread(self._reader.older, before, limit, flat, window)
+        unwritten = [change for change in (*self._inflight, *self._pending)
+                     if found.low <= change.seq < before and flat.matches(change)]
         if not unwritten:
-            return stored
-        merged = {change.seq: change for change in stored}
+            return found
+        merged = {change.seq: change for change in found.changes}
         merged.update((change.seq, change) for change in unwritten)
-        return [merged[seq] for seq in sorted(merged, reverse=True)[:limit]]
+        return Window([merged[seq] for seq in sorted(merged, reverse=True)[:limit]], found.low, found.at_start)
 
     def record(self, seq: int) -> Change | None:
         """Record ``seq`` from the file (or not written yet); None when it is not kept.

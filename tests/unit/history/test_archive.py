@@ -12,6 +12,7 @@ from app.history import archive
 from app.history.archive import find, ring_floor, select_all
 from app.history.selection import Cursor, HistoryFilter
 from app.resources import ResourceKind as K
+from app.store.archive import ANY, Flat, Window
 
 
 class ListArchive:
@@ -22,11 +23,14 @@ class ListArchive:
         self.calls = 0
         self.broken = False
 
-    def older(self, before: int, limit: int) -> list[Change]:
+    def older(self, before: int, limit: int, flat: Flat = ANY, window: int = 5_000) -> Window:
         self.calls += 1
         if self.broken:
             raise sqlite3.OperationalError("disk I/O error")
-        return [change for change in reversed(self.records) if change.seq < before][:limit]
+        below = [change for change in reversed(self.records) if change.seq < before]
+        examined = below[:window]
+        low = examined[-1].seq if len(below) >= window else 0
+        return Window([change for change in examined if flat.matches(change)][:limit], low, len(below) <= window)
 
     def record(self, seq: int) -> Change | None:
         if self.broken:
@@ -85,7 +89,7 @@ def test_the_scan_is_bounded_and_the_cursor_continues_the_walk() -> None:
     history, store = _filled(3_000)
     nothing = HistoryFilter(object_id="nobody")
     chosen = select_all(history, store, nothing, Cursor(None, 50), budget=1_000)
-    assert chosen.changes == [] and chosen.next_before is not None and store.calls <= 1_000 // archive.CHUNK + 1
+    assert chosen.changes == [] and chosen.next_before is not None and store.calls <= archive.MAX_READS
     pages = _pages(history, store, nothing, 50)
     assert all(page == [] for page in pages) and len(pages) >= 1
 

@@ -11,7 +11,7 @@ import pytest
 from app.cache.history import Action, Change
 from app.resources import ResourceKind as K
 from app.store import database as database_module
-from app.store.archive import ArchiveReader
+from app.store.archive import ArchiveReader, Flat
 from app.store.database import FILE_NAME, Database
 
 DAY = 86400.0
@@ -75,8 +75,15 @@ def test_the_reader_pages_newest_first_below_a_cursor_across_gaps(tmp_path: Path
     database = Database.open(str(tmp_path / FILE_NAME))
     database.write(_changes(1, 5, NOW) + _changes(1_000_001, 5, NOW), now=NOW)   # a gap (unclean stop)
     reader = ArchiveReader(str(tmp_path / FILE_NAME))
-    assert [c.seq for c in reader.older(1_000_003, 4)] == [1_000_002, 1_000_001, 5, 4]
-    assert [c.seq for c in reader.older(3, 10)] == [2, 1]
+    first = reader.older(1_000_003, 4)
+    assert [c.seq for c in first.changes] == [1_000_002, 1_000_001, 5, 4] and first.at_start and first.low == 0
+    assert [c.seq for c in reader.older(3, 10).changes] == [2, 1] and reader.older(3, 10).at_start
+    windowed = reader.older(1_000_006, 10, window=4)                  # four rows examined: 1,000,005 … 1,000,002
+    assert [c.seq for c in windowed.changes] == [1_000_005, 1_000_004, 1_000_003, 1_000_002]
+    assert windowed.low == 1_000_002 and not windowed.at_start
+    other = Flat(object_id="c1", actions=("update",))                 # the flat filters in SQL
+    assert [c.seq for c in reader.older(1_000_006, 10, other).changes] == [1_000_003, 4, 1]
+    assert reader.older(1_000_006, 10, Flat(kind="service")).changes == []
     old = reader.get(4)
     assert old is not None and old.after == {"v": 4} and old.before == {"v": 3} and old.size == 1_000
     assert reader.get(6) is None

@@ -122,7 +122,7 @@ def test_the_file_keeps_history_beyond_the_ring_and_a_restart_loads_only_the_rin
     again = Persister(restored, str(tmp_path / FILE_NAME), flush_interval=0.05, lock_timeout=0.3, ring_size=100)
     again.start()
     assert len(restored.history) == len(cache.history) < len(seqs) and _ring(restored) == _ring(cache)   # the ring only
-    assert [change.seq for change in again.older(restored.history.oldest_seq or 0, 1000)] == \
+    assert [change.seq for change in again.older(restored.history.oldest_seq or 0, 1000).changes] == \
         [seq for seq in reversed(seqs) if seq < (restored.history.oldest_seq or 0)]
     oldest = again.record(seqs[0])
     assert oldest is not None and oldest.seq == seqs[0] and oldest.action is Action.CREATE
