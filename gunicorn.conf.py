@@ -128,6 +128,9 @@ limit_request_line = 8190
 limit_request_fields = 100
 limit_request_field_size = 8190
 workers = 1
+# gunicorn believes X-Forwarded-Proto (wsgi.url_scheme) only from server.trusted_proxies, as the app does
+# (app.http.links): its default trusts any local peer.
+forwarded_allow_ips = ",".join(_settings.trusted_proxies)
 # gunicorn >= 25.1 opens a control socket at one per-user path ($XDG_RUNTIME_DIR or ~/.gunicorn/gunicorn.ctl)
 # for every instance: a second service on the same host took the first one's socket, and `gunicornc` could
 # add workers, which would split the cache. Off (remove this line to use gunicornc, with --control-socket PATH).

@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from tests.conftest import wait_for
-from tests.integration.engine_state import IMAGE, sleeper
+from tests.integration.engine_state import IMAGE, TEST_LABEL, sleeper
 from tests.integration.test_service_detail_live import dclient, second_tag, service_update  # noqa: F401
 
 pytestmark = pytest.mark.integration
@@ -127,7 +127,7 @@ def test_a_detail_feed_and_its_json_feed_agree(server: str) -> None:
 
 def test_history_pages_have_no_gaps_or_duplicates(server: str) -> None:
     seen: list[int] = []
-    url: str | None = f"{server}/history?limit=15"
+    url: str | None = f"{server}/history?limit=15&action=create,update,remove,ref_changed"   # every record
     for _ in range(1_000):
         assert url is not None
         body = requests.get(url, timeout=10).json()
@@ -150,3 +150,47 @@ def test_feeds_answer_304_and_vary_on_the_caller(server: str) -> None:
 def test_bad_feed_parameters_are_api012(server: str, path: str) -> None:
     response = requests.get(server + path, timeout=10)
     assert response.status_code == 400 and response.json()["code"] == "API012"
+
+
+@pytest.fixture
+def crash_looping(server: str, dclient: docker.DockerClient) -> Iterator[str]:  # noqa: F811
+    """A service whose task exits at once and is restarted every 0.2 s: a flood of related changes."""
+    service = dclient.services.create(
+        IMAGE, ["sh", "-c", "exit 1"], name=f"shoal-crash-{uuid.uuid4().hex[:8]}", labels={TEST_LABEL: "1"},
+        init=True, restart_policy=docker.types.RestartPolicy(condition="any", delay=200_000_000),
+        endpoint_spec=docker.types.EndpointSpec(mode="dnsrr"))
+    try:
+        yield service.id
+    finally:
+        service.remove()
+
+
+def test_a_crash_looping_service_does_not_flood_history_or_feeds(server: str, crash_looping: str) -> None:
+    service_id = crash_looping
+    mine = f"type=service&resourceId={service_id}"
+    related = wait_for(lambda: len(_entries(server, f"{mine}&action=ref_changed&limit=200")) >= 10, 30,
+                       interval=0.5, message="ten related changes of the crash-looping service")
+    assert related
+    shown = _entries(server, f"{mine}&limit=200")
+    assert shown and all(entry["action"] != "ref_changed" for entry in shown), "related changes by default"
+    assert [entry["action"] for entry in shown][-1] == "create"
+    both = _entries(server, f"{mine}&action=update,ref_changed&limit=200")
+    assert "ref_changed" in {entry["action"] for entry in both} <= {"update", "ref_changed"}
+    for path in ("/services.atom?limit=50", "/history.atom?limit=50", f"/services/{service_id}.atom"):
+        titles = [entry.title for entry in _parse(server, path).entries]
+        assert titles and not [t for t in titles if "related change" in t], (path, titles)
+    flood = _parse(server, f"/services/{service_id}.atom?action=ref_changed")
+    assert flood.entries and all("related change" in entry.title for entry in flood.entries)
+    assert requests.get(f"{server}/services.atom?action=update,bogus", timeout=10).json()["code"] == "API012"
+
+
+def test_json_feed_urls_are_absolute_on_the_requested_host(server: str) -> None:
+    document = requests.get(f"{server}/history.feed.json?limit=2", timeout=10).json()
+    urls = [document["feed_url"], document["home_page_url"], document["next_url"], document["_shoal"]["first"]]
+    urls += [item["url"] for item in document["items"]] + [item["external_url"] for item in document["items"]]
+    assert all(url.startswith(server + "/") for url in urls), urls
+    follow = requests.get(document["next_url"], timeout=10).json()   # usable as given, no base needed
+    assert follow["items"] and follow["items"][0]["id"] != document["items"][0]["id"]
+    proxied = requests.get(f"{server}/history.feed.json?limit=1", timeout=10,
+                           headers={"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https"}).json()
+    assert proxied["feed_url"].startswith(server + "/"), "forwarding headers from an untrusted peer are ignored"
