@@ -1,6 +1,7 @@
 """The operations level against the lab engine, driven by the operation table itself: every write is
 refused with 403 OPS001 at the level below its tier (and nothing changes on the engine), and on every URL
-that answers GET, ``Allow`` and ``Accept-Patch`` list exactly the writes the level lets through."""
+that answers GET, ``Allow`` and ``Accept-Patch`` list exactly the writes the level lets through: on a detail,
+those of its whole family (reference §3, issue 17 §1), elsewhere those of the URL itself."""
 
 from __future__ import annotations
 
@@ -95,10 +96,31 @@ def test_each_write_is_refused_below_its_tier(name: str, apps: dict[int, Flask],
     assert versions(engine, objects) == before
 
 
+JSON_AND_MERGE = {"application/json-patch+json", "application/merge-patch+json"}
+# Reference §3 "Allow on a detail GET", written out (not derived from the table): a detail lists the writes of
+# its whole family, method → lowest level. Where our tiers differ from the reference's, the table's tier is
+# used (node labels and task removal follow the agent tools: 2 and 1), and configs/secrets list PUT (their
+# labels' PUT), not the reference's POST, which their family does not have.
+DETAILS: dict[str, tuple[dict[str, int], set[str]]] = {
+    "/services/<id>": ({"POST": 1, "PUT": 1, "PATCH": 2, "DELETE": 3}, JSON_AND_MERGE),
+    "/nodes/<id>": ({"PUT": 2, "PATCH": 2, "DELETE": 3}, JSON_AND_MERGE),
+    "/tasks/<id>": ({"DELETE": 1}, set()),
+    "/configs/<id>": ({"PUT": 2, "PATCH": 2, "DELETE": 3}, JSON_AND_MERGE),
+    "/secrets/<id>": ({"PUT": 2, "PATCH": 2, "DELETE": 3}, JSON_AND_MERGE),
+    "/networks/<id>": ({"DELETE": 3}, set()),
+    "/volumes/<name>": ({"DELETE": 3}, set()),
+    "/stacks/<name>": ({"DELETE": 3}, set()),
+}
+
+
 def expected_allow(rule: str, level: int) -> tuple[list[str], set[str]]:
+    order = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+    if rule in DETAILS:
+        minimum, patch_types = DETAILS[rule]
+        methods = [m for m in order if m in ("GET", "HEAD") or minimum.get(m, 9) <= level]
+        return methods, patch_types if "PATCH" in methods else set()
     on_rule = [op for op in OPERATIONS.values() if op.rule == rule and op.method != "GET"]
     allowed = [op for op in on_rule if op.tier <= level]
-    order = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
     methods = [m for m in order if m in ("GET", "HEAD") or any(op.method == m for op in allowed)]
     patch = next((set(op.patch_types) for op in allowed if op.method == "PATCH"), set())
     return methods, patch
