@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
 from app.resources import ResourceKind
+from app.schemas.jsonld_keys import colliding_keywords, separate_keywords
 from tests.unit.support import Harness, build_harness
 
 JSON, V1, HTML = "application/json", "application/vnd.service.v1+json", "text/html"
@@ -133,3 +135,50 @@ def test_the_document_follows_the_base_path(fake_engine) -> None:  # type: ignor
     assert response.get_json()["servers"] == [{"url": "/shoal"}]
     assert '</shoal/api>; rel="service-desc"' in response.headers["Link"]
     assert client.get("/api").status_code == 404
+
+
+# --------------------------------------------------------------------------- generators (issue 17 §4)
+def component_validator(document: dict[str, Any], name: str) -> Draft202012Validator:
+    """A JSON Schema 2020-12 validator (OpenAPI 3.1's dialect) of one component, its $refs resolvable."""
+    schema = {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
+    return Draft202012Validator(schema)
+
+
+def test_no_component_has_a_keyword_and_a_property_of_one_python_name(document: dict[str, Any]) -> None:
+    """openapi-python-client maps ``@id`` and ``id`` to one name and drops the schema (and all that use it)."""
+    for name, schema in document["components"]["schemas"].items():
+        assert colliding_keywords(schema) == [], name
+
+
+@pytest.mark.parametrize(("name", "body"), [
+    ("ReferenceV1", {"@id": "/configs/c1", "id": "c1", "name": "app"}),
+    ("TaskReferenceV1", {"@id": "/tasks/t1", "id": "t1", "name": "web.1", "state": "running",
+                         "desiredState": "running"}),
+    ("SearchHitV1", {"@id": "/services/s1", "id": "s1", "name": "web", "detail": "nginx", "match": "exact"}),
+    ("ProblemV1", {"@context": "/api/context.jsonld", "@id": "/x", "@type": "Problem", "type": "about:blank",
+                   "title": "Not Found", "status": 404}),
+])
+def test_json_ld_keywords_validate_as_before(document: dict[str, Any], name: str, body: dict[str, Any]) -> None:
+    """Same wire format, same rules: the keyword is still typed, and closed objects stay closed."""
+    validator = component_validator(document, name)
+    assert list(validator.iter_errors(body)) == []
+    keyword = "@type" if name == "ProblemV1" else "@id"
+    assert list(validator.iter_errors({**body, keyword: 5}))       # still a string
+    if document["components"]["schemas"][name].get("unevaluatedProperties") is False:
+        assert list(validator.iter_errors({**body, "@idx": "/x"}))  # still no unknown member
+    if name == "SearchHitV1":
+        assert list(validator.iter_errors({k: v for k, v in body.items() if k != "@id"}))   # still required
+
+
+def test_separate_keywords_moves_only_colliding_keywords() -> None:
+    schema: dict[str, Any] = {"type": "object", "additionalProperties": False, "required": ["@id"], "properties": {
+        "@context": {"type": "string"}, "@id": {"type": "string"}, "id": {"type": "integer"}}}
+    assert separate_keywords(schema) is True
+    assert set(schema["properties"]) == {"@context", "id"}
+    assert schema["patternProperties"] == {"^@id$": {"type": "string"}}
+    assert schema["unevaluatedProperties"] is False and "additionalProperties" not in schema
+    assert schema["required"] == ["@id"]
+    assert separate_keywords(schema) is False                         # idempotent
+    open_schema: dict[str, Any] = {"properties": {"@type": {}, "type": {}}, "additionalProperties": True}
+    assert separate_keywords(open_schema) and open_schema["additionalProperties"] is True
+    assert "unevaluatedProperties" not in open_schema
