@@ -83,6 +83,12 @@ class ArchiveReader:
         """Up to ``limit`` records numbered below ``before`` that ``flat`` selects, newest first, among the
         ``window`` records below ``before``."""
         db = self._connection()
+        if flat == ANY:   # every row matches: the rows read are the window (no walk to find its edge)
+            count = min(limit, window)
+            rows = db.execute(f"SELECT {COLUMNS} FROM history WHERE seq < ? ORDER BY seq DESC LIMIT ?",
+                              (before, count)).fetchall()
+            full = len(rows) == count
+            return Window([change_from_row(row) for row in rows], int(rows[-1][0]) if full else 0, not full)
         edge = db.execute("SELECT seq FROM history WHERE seq < ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
                           (before, max(0, window - 1))).fetchone()
         low = 0 if edge is None else int(edge[0])
