@@ -199,6 +199,11 @@ def _archive_pages(path: str, snapshot: dict[ResourceKind, list[Any]], count: in
         samples = [page(HistoryFilter(), rng.randrange(first + 1_000, floor), limit) for _ in range(100)]
         results[f"archive_page_{limit}_ms"] = _stats(samples)
         results[f"archive_select_{limit}_ms"] = _stats(list(selecting))
+    selecting.clear()
+    results["archive_page_50_default_actions_ms"] = _stats(
+        [page(HistoryFilter(action=frozenset({Action.CREATE, Action.UPDATE, Action.REMOVE})),
+              rng.randrange(first + 1_000, floor), 50) for _ in range(100)])
+    results["archive_select_50_default_actions_ms"] = _stats(list(selecting))
     results["archive_filtered_nothing_ms"] = _stats(
         [page(HistoryFilter(object_id="nobody"), rng.randrange(first + 10_000, floor), 50) for _ in range(20)])
     results["hub_max_stall_ms"] = round(ticker.stop(), 2)
@@ -229,7 +234,8 @@ def main() -> None:
               f"{pages['file_bytes'] / 1e6:.0f} MB, ring {pages['ring']}; page (select + entries) ms: "
               + "; ".join(f"{name[:-3]} p50 {pages[name]['p50']} p99 {pages[name]['p99']} max {pages[name]['max']}"
                           for name in ("ring_page_50_ms", "archive_page_50_ms", "archive_select_50_ms",
-                                       "archive_page_200_ms", "archive_select_200_ms", "archive_filtered_nothing_ms"))
+                                       "archive_page_200_ms", "archive_select_200_ms",
+                                       "archive_select_50_default_actions_ms", "archive_filtered_nothing_ms"))
               + f"; hub max stall {pages['hub_max_stall_ms']} ms")
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bench_store.json").write_text(json.dumps(results, indent=2))

@@ -89,12 +89,16 @@ class ArchiveReader:
                               (before, count)).fetchall()
             full = len(rows) == count
             return Window([change_from_row(row) for row in rows], int(rows[-1][0]) if full else 0, not full)
-        edge = db.execute("SELECT seq FROM history WHERE seq < ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
-                          (before, max(0, window - 1))).fetchone()
-        low = 0 if edge is None else int(edge[0])
         where, values = flat.sql()
-        rows = db.execute(f"SELECT {COLUMNS} FROM history WHERE seq < ? AND seq >= ?{where} "
-                          "ORDER BY seq DESC LIMIT ?", (before, low, *values, limit)).fetchall()
+        spans = sorted({min(window, max(4 * limit, 64)), window})   # a small window first: when the filters
+        for span in spans:                                             # match often, it fills the page alone
+            edge = db.execute("SELECT seq FROM history WHERE seq < ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
+                              (before, max(0, span - 1))).fetchone()
+            low = 0 if edge is None else int(edge[0])
+            rows = db.execute(f"SELECT {COLUMNS} FROM history WHERE seq < ? AND seq >= ?{where} "
+                              "ORDER BY seq DESC LIMIT ?", (before, low, *values, limit)).fetchall()
+            if len(rows) == limit or edge is None or span == window:
+                break
         return Window([change_from_row(row) for row in rows], low, edge is None)
 
     def get(self, seq: int) -> Change | None:
