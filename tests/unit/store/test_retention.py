@@ -104,3 +104,18 @@ def test_load_restores_only_what_the_ring_keeps(tmp_path: Path) -> None:
     assert [change.seq for change in small.records if change.action is Action.UPDATE] == [98, 99, 100]
     assert len(database.load().records) == 100
     database.close()
+
+
+def test_a_filtered_read_widens_its_window_only_as_far_as_the_budget(tmp_path: Path) -> None:
+    database = Database.open(str(tmp_path / FILE_NAME))
+    database.write(_changes(1, 300, NOW), now=NOW)                   # ids c0, c1, c2 in turn
+    reader = ArchiveReader(str(tmp_path / FILE_NAME))
+    rare = Flat(object_id="c1")
+    wide = reader.older(301, 150, rare, window=1_000)               # more than the small window holds
+    assert [c.seq for c in wide.changes] == [seq for seq in range(300, 0, -1) if seq % 3 == 1][:150]
+    assert wide.at_start and wide.low == 0
+    cut = reader.older(301, 150, rare, window=90)                   # the budget: 90 rows examined
+    assert [c.seq for c in cut.changes] == [seq for seq in range(300, 210, -1) if seq % 3 == 1]
+    assert cut.low == 211 and not cut.at_start
+    reader.close()
+    database.close()
