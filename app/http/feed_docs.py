@@ -12,6 +12,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 
 from app.history.selection import ACTION_DESCRIPTION, ACTION_PATTERN
 from app.http.negotiation import ATOM, FEED_JSON
+from app.schemas.query_params import lenient_integer_schema
 
 FEED_MARKER = "x-shoal-feed"
 _FEEDS = {ATOM: {"schema": {"type": "string", "description": "Atom 1.0 feed (RFC 4287) of history entries"}},
@@ -19,8 +20,8 @@ _FEEDS = {ATOM: {"schema": {"type": "string", "description": "Atom 1.0 feed (RFC
 _FEED_PARAMETERS = [
     {"in": "query", "name": "before", "required": False, "schema": {"type": "integer", "minimum": 1},
      "description": "feeds: entries older than this history id (API012 if not digits)"},
-    {"in": "query", "name": "limit", "required": False, "schema": {"type": "integer"},
-     "description": "entries per page (1..200, default 50; larger values are clamped)"},
+    {"in": "query", "name": "limit", "required": False, "schema": lenient_integer_schema(1),
+     "description": "entries per page (1..200, default 50; larger values are clamped, invalid ones ignored)"},
     {"in": "query", "name": "action", "required": False, "schema": {"type": "string", "pattern": ACTION_PATTERN},
      "description": ACTION_DESCRIPTION},
 ]

@@ -12,6 +12,7 @@ from marshmallow import INCLUDE, Schema, fields, validate
 
 from app.query.service_insights import INTEGRATION_NAMES, MAX_CHANGES, MAX_VALUE_CHARS
 from app.resources import ResourceKind
+from app.schemas.query_params import LenientInteger
 from app.schemas.v1 import resources as r
 
 
@@ -193,9 +194,8 @@ DETAIL_SCHEMAS = {kind: _detail(kind) for kind in ResourceKind}
 class ListArgsV1(Schema):
     """Documented list parameters; parsing is lenient by design (see ``app.query.paging``)."""
 
-    limit = fields.Integer(metadata={"description": "items per page, 1..200 (larger values are clamped, "
-                                                    "invalid ones ignored)", "example": 50})
-    offset = fields.Integer(metadata={"description": "starting position (invalid values are ignored)"})
+    limit = LenientInteger("items per page, 1..200 (larger values are clamped, invalid ones ignored)", 1)
+    offset = LenientInteger("starting position (invalid values are ignored)", 0)
     sort = fields.String(metadata={"description": "sort field of the kind; unknown fields keep the order"})
     dir = fields.String(metadata={"description": "asc or desc; anything else is asc"})
     search = fields.String(metadata={"description": "case-insensitive substring of the name"})

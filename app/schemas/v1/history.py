@@ -9,6 +9,7 @@ from marshmallow import Schema, fields, validate
 from app.cache.history import Action
 from app.history.selection import ACTION_DESCRIPTION, ACTION_PATTERN
 from app.resources import ResourceKind
+from app.schemas.query_params import NOT_BLANK, LenientInteger
 from app.schemas.v1.envelopes import JsonLdV1, SpecChangeV1
 
 
@@ -45,11 +46,13 @@ class HistoryCollectionV1(JsonLdV1):
 class HistoryQueryV1(Schema):
     type = fields.String(validate=validate.OneOf([k.value for k in ResourceKind]),
                          metadata={"description": "only this kind (API012 otherwise)"})
-    resourceId = fields.String(metadata={"description": "only this object (stacks, volumes: name)"})
+    resourceId = fields.String(metadata={"description": "only this object (stacks, volumes: name); not blank "
+                                                        "(API012)", "pattern": NOT_BLANK})
     action = fields.String(validate=validate.Regexp(ACTION_PATTERN),
                            metadata={"description": ACTION_DESCRIPTION, "pattern": ACTION_PATTERN})
-    before = fields.Integer(metadata={"description": "cursor: entries with a smaller id (API012 if not digits)"})
-    limit = fields.Integer(metadata={"description": "1..200, default 50; larger values are clamped"})
+    before = fields.Integer(metadata={"description": "cursor: entries with a smaller id (API012 if not a "
+                                                     "positive integer)", "minimum": 1})
+    limit = LenientInteger("1..200, default 50; larger values are clamped, invalid ones ignored", 1)
 
 
 class JsonFeedAuthorV1(Schema):

@@ -7,7 +7,10 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from app.query.search import KIND_ORDER, MAX_LIMIT, MAX_QUERY
+from app.recommendations.checks import CHECK_IDS
 from app.recommendations.findings import RESOURCE_TYPES, SCOPES, SEVERITIES
+from app.recommendations.prometheus_checks import PROMETHEUS_CHECK_IDS
+from app.schemas.query_params import NOT_BLANK, LenientInteger, choice_list_pattern
 from app.schemas.v1.envelopes import JsonLdV1
 
 _PLURALS = [kind.spec.plural for kind in KIND_ORDER]
@@ -16,10 +19,10 @@ _PLURALS = [kind.spec.plural for kind in KIND_ORDER]
 class SearchQueryV1(Schema):
     q = fields.String(required=True, metadata={
         "description": f"text to find (trimmed, case-insensitive; blank SEA001, over {MAX_QUERY} characters "
-                       "SEA002); matched against names, ids, images and labels"})
-    limit = fields.Integer(metadata={
-        "description": f"results kept per kind: default 3; 0 or over {MAX_LIMIT} → {MAX_LIMIT}; negative or "
-                       "not an integer → 3"})
+                       "SEA002); matched against names, ids, images and labels",
+        "pattern": NOT_BLANK, "maxLength": MAX_QUERY})
+    limit = LenientInteger(f"results kept per kind: default 3; 0 or over {MAX_LIMIT} → {MAX_LIMIT}; negative or "
+                           "not an integer → 3")
 
 
 class SearchHitV1(Schema):
@@ -46,13 +49,16 @@ class SearchResultV1(JsonLdV1):
 
 
 class RecommendationQueryV1(Schema):
-    severity = fields.String(metadata={"description": "comma list of info, warning, critical (API012 otherwise)"})
+    severity = fields.String(metadata={"description": "comma list of info, warning, critical (API012 otherwise)",
+                                       "pattern": choice_list_pattern(SEVERITIES)})
     kind = fields.String(metadata={"description": "comma list of resource types: "
-                                                  + ", ".join(RESOURCE_TYPES) + " (API012 otherwise)"})
+                                                  + ", ".join(RESOURCE_TYPES) + " (API012 otherwise)",
+                                   "pattern": choice_list_pattern(RESOURCE_TYPES)})
     resource = fields.String(metadata={"description": "resource id or name, exact"})
-    check = fields.String(metadata={"description": "comma list of check ids (API012 for an unknown one)"})
-    limit = fields.Integer(metadata={"description": "findings per page: default 200, 1..1000 (clamped)"})
-    offset = fields.Integer(metadata={"description": "findings to skip (default 0)"})
+    check = fields.String(metadata={"description": "comma list of check ids (API012 for an unknown one)",
+                                    "pattern": choice_list_pattern((*CHECK_IDS, *PROMETHEUS_CHECK_IDS))})
+    limit = LenientInteger("findings per page: default 200, 1..1000 (clamped); invalid ones ignored", 1)
+    offset = LenientInteger("findings to skip (default 0; invalid ones ignored)", 0)
 
 
 class FindingV1(Schema):

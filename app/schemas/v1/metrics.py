@@ -7,11 +7,13 @@ from __future__ import annotations
 from marshmallow import INCLUDE, Schema, fields
 
 from app.metrics.params import RANGE_DEFAULT, STEP_DEFAULT, STEP_MAX, STEP_MIN
+from app.schemas.query_params import NOT_BLANK
 from app.schemas.v1.envelopes import JsonLdV1
 
 
 class MetricsQueryV1(Schema):
-    query = fields.String(metadata={"description": "PromQL expression; required (MTR003 when missing or blank)"})
+    query = fields.String(required=True, metadata={"description": "PromQL expression; required (MTR003 when "
+                                                                  "missing or blank)", "pattern": NOT_BLANK})
     time = fields.String(metadata={"description": "JSON: instant evaluation time (RFC 3339 or unix seconds), "
                                                   "passed through"})
     start = fields.String(metadata={"description": "JSON: with end, a range query (RFC 3339 or unix seconds)"})
