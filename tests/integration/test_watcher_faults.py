@@ -220,7 +220,9 @@ def test_a_failed_inspect_is_retried_with_backoff(watch, client) -> None:
     w.engine.hook = failing_configs
     config = new_config(client)
     wait_for(lambda: w.cache.get(K.CONFIG, config.id), 5, message="the config after two failed inspects")
-    assert failures == [config.id, config.id] and w.watcher.stats.inspect_retries == 2
+    stats = w.watcher.stats
+    # a stale answer (a listing stored something newer meanwhile, seen under load) is retried too: not a failure
+    assert failures == [config.id, config.id] and stats.inspect_retries - stats.stale_answers == 2, stats
 
 
 def test_an_overflowing_event_buffer_is_dropped_and_resynced(watch, client,
