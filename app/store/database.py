@@ -265,6 +265,9 @@ class Database:
         if self._history_bytes is None:
             self._history_bytes = int(db.execute("SELECT COALESCE(SUM(size), 0) FROM history").fetchone()[0])
         cutoff = (time.time() if now is None else now) - self.retention
+        oldest = db.execute("SELECT ts FROM history ORDER BY seq LIMIT 1").fetchone()
+        if oldest is None or (oldest[0] >= cutoff and self._history_bytes <= self.max_history_bytes):
+            return 0   # the usual case: one row read
         removed = 0
         for _batch in range(TRIM_BATCHES):
             rows = db.execute("SELECT seq, ts, size FROM history WHERE seq < (SELECT MAX(seq) FROM history) "
