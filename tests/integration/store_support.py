@@ -151,7 +151,7 @@ class Stream:
 def history_since(base: str, after: int) -> list[dict[str, Any]]:
     """Every /history entry newer than ``after``, oldest first, following ``next`` (bounded)."""
     entries: list[dict[str, Any]] = []
-    url: str | None = f"{base}/history?limit=500"
+    url: str | None = f"{base}/history?limit=500&action=create,update,remove,ref_changed"   # every record
     for _ in range(100):
         if url is None:
             break
