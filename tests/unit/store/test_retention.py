@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.cache.history import Action, Change
+from app.config import ConfigError, load_settings
 from app.resources import ResourceKind as K
 from app.store import database as database_module
 from app.store.archive import ArchiveReader, Flat
@@ -119,3 +120,20 @@ def test_a_filtered_read_widens_its_window_only_as_far_as_the_budget(tmp_path: P
     assert cut.low == 211 and not cut.at_start
     reader.close()
     database.close()
+
+
+def test_the_bounds_are_configurable_and_bad_values_name_the_key(tmp_path: Path) -> None:
+    defaults = load_settings({}, search_paths=())
+    assert defaults.history_retention == 30 * DAY and defaults.history_archive_max_bytes == 1024**3
+    chosen = load_settings({"SERVICE_HISTORY_RETENTION": "2160h", "SERVICE_HISTORY_ARCHIVE_MAX_BYTES": "512MiB"},
+                           search_paths=())
+    assert chosen.history_retention == 90 * DAY and chosen.history_archive_max_bytes == 512 * 1024**2
+    toml = tmp_path / "shoal.toml"
+    toml.write_text('[storage]\nhistory_retention = "1h"\nhistory_max_bytes = "2GB"\n')
+    from_file = load_settings({}, config_path=str(toml))
+    assert from_file.history_retention == 3600 and from_file.history_archive_max_bytes == 2_000_000_000
+    for environ, key in (({"SERVICE_HISTORY_RETENTION": "30d"}, "storage.history_retention"),
+                         ({"SERVICE_HISTORY_RETENTION": "-1h"}, "storage.history_retention"),
+                         ({"SERVICE_HISTORY_ARCHIVE_MAX_BYTES": "1KB"}, "storage.history_max_bytes")):
+        with pytest.raises(ConfigError, match=key):
+            load_settings(environ, search_paths=())
