@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
+import operator
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -218,7 +219,7 @@ class History:
         if seq < max(self._own.lost, self._related.lost) or not self._is_position(seq):
             return None
         own, related = self._own.after(seq), self._related.after(seq)
-        return list(heapq.merge(own, related, key=_seq_of)) if related else own
+        return sorted(own + related, key=_SEQ) if related else own   # two sorted runs: one C-level merge
 
     def newest_first(self, before: int | None = None) -> Iterator[Change]:
         """Records newest first; with ``before``, only those with a smaller sequence number. Each lane's
@@ -226,7 +227,7 @@ class History:
         own, related = self._own.newest_first(before), self._related.newest_first(before)
         if not self._related.records:
             return own
-        return heapq.merge(own, related, key=_seq_of, reverse=True)
+        return heapq.merge(own, related, key=_SEQ, reverse=True)
 
     def get(self, seq: int) -> Change | None:
         """The record with this sequence number, None when it is not (or no longer) in the ring."""
@@ -238,6 +239,9 @@ class History:
 
 def _seq_of(change: Change) -> int:
     return change.seq
+
+
+_SEQ = operator.attrgetter("seq")
 
 
 def sequence_base(now: float | None = None) -> int:
