@@ -9,11 +9,16 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
+from app.errors import ProblemError
+from app.recommendations.findings import RESOURCE_TYPES
 from app.resources import ResourceKind
 from app.schemas.jsonld_keys import colliding_keywords, separate_keywords
+from app.schemas.query_params import NOT_BLANK, choice_list_pattern
 from tests.unit.support import Harness, build_harness
 
 JSON, V1, HTML = "application/json", "application/vnd.service.v1+json", "text/html"
@@ -182,3 +187,35 @@ def test_separate_keywords_moves_only_colliding_keywords() -> None:
     open_schema: dict[str, Any] = {"properties": {"@type": {}, "type": {}}, "additionalProperties": True}
     assert separate_keywords(open_schema) and open_schema["additionalProperties"] is True
     assert "unevaluatedProperties" not in open_schema
+
+
+# --------------------------------------------------------------------------- parameters as parsed (issue 17 §4)
+_BLANKS = "".join(chr(c) for c in range(0x3001) if chr(c).isspace()) + "\ufeff"
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(text=st.lists(st.sampled_from([*_BLANKS, ",", "a", "x", "N", "O", "D", "E", "node", "Cluster", "warning",
+                                      "ode"]), max_size=8).map("".join))
+def test_choice_list_patterns_agree_with_the_recommendation_filter(text: str) -> None:
+    from app.http.recommendations import parse_filter
+
+    pattern = choice_list_pattern(RESOURCE_TYPES)
+    try:
+        parse_filter({"kind": text})
+        accepted = True
+    except ProblemError:
+        accepted = False
+    assert (re.search(pattern, text) is not None) == accepted, repr(text)
+
+
+@pytest.mark.parametrize("text", ["", " ", "\x1d", "\x85", "\u3000", "\ufeff", " a ", "x", "\x1d\ufeff"])
+def test_not_blank_is_what_strip_keeps(text: str) -> None:
+    assert (re.search(NOT_BLANK, text) is not None) == bool(text.strip())
+
+
+def test_lenient_integers_document_that_any_text_is_accepted(document: dict[str, Any]) -> None:
+    parameters = {p["name"]: p for p in document["paths"]["/services"]["get"]["parameters"] if p["in"] == "query"}
+    for name in ("limit", "offset"):
+        validator = Draft202012Validator(parameters[name]["schema"])
+        assert validator.is_valid(5) and validator.is_valid("null") and validator.is_valid("-1")
+        assert not validator.is_valid(None)      # query values are text or numbers, never JSON null
