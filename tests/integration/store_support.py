@@ -9,6 +9,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,20 @@ class Server:
             except ValueError:
                 continue
         return records
+
+
+def server_fixture() -> Callable[..., Iterator[Server]]:
+    """The ``server`` fixture of a store test module (``server = server_fixture()``): a :class:`Server` on a
+    fresh state directory, stopped at the end if still running."""
+
+    @pytest.fixture
+    def server(docker_host: str, tmp_path: Path) -> Iterator[Server]:
+        running = Server(docker_host, tmp_path / "state", tmp_path)
+        yield running
+        if running.proc is not None:
+            running.stop()
+
+    return server
 
 
 class Stream:

@@ -16,8 +16,6 @@ import contextlib
 import random
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import docker
@@ -26,7 +24,7 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.integration.engine_state import TEST_LABEL
-from tests.integration.store_support import Server, Stream, committed, history_since
+from tests.integration.store_support import Server, Stream, committed, history_since, server_fixture
 
 pytestmark = pytest.mark.integration
 
@@ -39,12 +37,7 @@ def dclient(docker_host: str) -> docker.DockerClient:
     return docker.DockerClient(base_url=docker_host, version="1.41", timeout=30)
 
 
-@pytest.fixture
-def server(docker_host: str, tmp_path: Path) -> Iterator[Server]:
-    running = Server(docker_host, tmp_path / "state", tmp_path)
-    yield running
-    if running.proc is not None:
-        running.stop()
+server = server_fixture()
 
 
 def _burst(dclient: Any, tag: str, made: list[Any], stop: list[bool]) -> None:

@@ -8,23 +8,17 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, free_port, gunicorn_env, wait_for
-from tests.integration.store_support import Server
+from tests.integration.store_support import Server, server_fixture
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def server(docker_host: str, tmp_path: Path) -> Iterator[Server]:
-    running = Server(docker_host, tmp_path / "state", tmp_path)
-    yield running
-    if running.proc is not None:
-        running.stop()
+server = server_fixture()
 
 
 def test_a_second_service_on_the_same_data_dir_ends_at_once_with_one_line(

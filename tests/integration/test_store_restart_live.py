@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import docker
@@ -21,7 +19,7 @@ import pytest
 
 from tests.conftest import wait_for
 from tests.integration.engine_state import TEST_LABEL, sleeper
-from tests.integration.store_support import Server, Stream, committed, history_since
+from tests.integration.store_support import Server, Stream, committed, history_since, server_fixture
 
 pytestmark = pytest.mark.integration
 
@@ -31,12 +29,7 @@ def dclient(docker_host: str) -> docker.DockerClient:
     return docker.DockerClient(base_url=docker_host, version="1.41", timeout=30)
 
 
-@pytest.fixture
-def server(docker_host: str, tmp_path: Path) -> Iterator[Server]:
-    running = Server(docker_host, tmp_path / "state", tmp_path)
-    yield running
-    if running.proc is not None:
-        running.stop()
+server = server_fixture()
 
 
 def test_a_client_reconnecting_after_a_restart_gets_exactly_what_it_missed(server: Server, dclient: Any) -> None:
