@@ -44,7 +44,8 @@ def list_parameters(blp: Blueprint) -> Callable[[F], F]:
         {"in": "header", "name": "Range", "required": False, "schema": {"type": "string"},
          "description": "items <first>-<last> (zero-based, inclusive); ignored when limit/offset are valid"},
         {"in": "header", "name": "If-Range", "required": False, "schema": {"type": "string"},
-         "description": "apply Range only if this strong ETag is that of the list without Range (or of this very 206); else a 200"},
+         "description": "apply Range only if this strong ETag is that of the list without Range (or of this very "
+                        "206); else a 200"},
     ])
     return decorator
 
