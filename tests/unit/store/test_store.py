@@ -15,6 +15,7 @@ import pytest
 
 from app.cache.history import Action, Change, sequence_base
 from app.cache.store import Cache
+from app.history.archive import ring_floor
 from app.resources import ResourceKind
 from app.store.database import APPLICATION_ID, FILE_NAME, Database
 from app.store.lock import DataDirInUse
@@ -131,6 +132,23 @@ def test_the_file_keeps_history_beyond_the_ring_and_a_restart_loads_only_the_rin
     assert oldest.after == json.loads(after)
     assert again.record(seqs[-1] + 10) is None
     again.stop()
+
+
+def test_records_that_left_the_ring_before_their_write_are_still_found(tmp_path: Path) -> None:
+    cache, store = _started(tmp_path, Cache(history_capacity=100), interval=60.0)   # nothing written yet
+    cache.replace_all(cluster())
+    for number in range(150):
+        _bump_web(cache, str(number))
+    floor = ring_floor(cache.history)          # the ring holds every record above it (lanes evicted below)
+    assert floor >= (cache.history.oldest_seq or 0)
+    window = store.older(floor + 1, 10_000)
+    assert window.changes and window.at_start
+    seqs = [change.seq for change in window.changes]
+    assert seqs == list(range(floor, floor - len(seqs), -1))             # every one, newest first
+    above = [change.seq for change in cache.history.newest_first() if change.seq > floor]
+    assert len(seqs) + len(above) == cache.history.last_seq - seqs[-1] + 1   # ring + these = all made
+    assert store.record(seqs[-1]) is window.changes[-1] and store.record(seqs[0]) is not None
+    store.stop()
 
 
 def test_stop_writes_what_is_pending(tmp_path: Path) -> None:
