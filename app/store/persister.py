@@ -8,9 +8,12 @@
   change of the window, and runs the transaction on the store's own thread (a one-thread gevent
   ``ThreadPool``): the hub only waits on it, and sqlite3 releases the GIL while SQLite works.
 - A failed write keeps its changes for the next attempt (after a growing delay, ``app.store.health``);
-  past ``max_pending_bytes`` (default: the history ring's byte bound, past which pending records have left
-  the ring anyway) they are dropped and the next successful flush rewrites the file from the cache. A write
-  that finds the file damaged moves it aside and rewrites a fresh one.
+  past ``max_pending_bytes`` (default: the history ring's byte bound: memory stays bounded while the disk
+  fails) they are dropped and the next successful flush rewrites the snapshot from the cache and adds the
+  ring's records (the audit trail keeps a hole for the dropped ones). A write that finds the file damaged
+  moves it aside and rewrites a fresh one.
+- The file is also the audit trail (``Database.trim``: kept by age and bytes); ``older`` and ``record`` read
+  it on the store thread for history pages past the ring (``app.history.archive``).
 - After an unclean stop (the file's ``clean`` flag is 0: a kill, a crash, or a stop whose last writes
   failed) every committed record is kept and the numbering continues past a gap (:func:`resume_after_gap`)
   that covers every number the dead process may have sent without committing it; positions inside the gap
@@ -268,8 +271,8 @@ class Persister:
 
     # ------------------------------------------------------------------ writing
     def _on_changes(self, changes: list[Change]) -> None:
-        """Inside the cache's write: no I/O. Past the byte bound the pending records have left the ring
-        anyway (the file keeps only what the ring does): drop them and rewrite from the cache instead."""
+        """Inside the cache's write: no I/O. Past the byte bound (memory must stay bounded while writes
+        fail) drop what is pending and rewrite the snapshot and the ring from the cache instead."""
         self._pending += changes
         self._pending_bytes += sum(change.size for change in changes)
         if self._pending_bytes > self.max_pending_bytes:
