@@ -10,6 +10,7 @@ from flask_smorest import Blueprint
 from app.blueprints.docs import errors, feed_documented
 from app.errors import ProblemError
 from app.http import history, respond
+from app.http.links import external_origin
 from app.http.negotiation import negotiated
 from app.openapi import openapi_document
 from app.runtime import current_runtime
@@ -40,7 +41,9 @@ class AsyncApi(MethodView):
     @errors(blp)
     @negotiated()
     def get(self) -> Response:
-        base = current_runtime().settings.base_path
-        origin = request.host_url.rstrip("/")   # AsyncAPI wants absolute URLs (externalDocs)
+        settings = current_runtime().settings
+        base = settings.base_path
+        # AsyncAPI wants absolute URLs (externalDocs): where clients reach us, as for JSON Feed
+        origin = external_origin(settings, request) or "http://localhost"
         return respond.document(asyncapi_document(openapi_document(current_app), VERSION, base, origin),
                                 content_type="application/json", cache_control=STATIC_CACHE)

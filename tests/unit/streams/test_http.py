@@ -211,6 +211,13 @@ def test_the_asyncapi_document_is_valid_asyncapi_3(client: FlaskClient) -> None:
     assert list(Draft7Validator(schema).iter_errors(broken))    # the validation bites
 
 
+def test_asyncapi_external_docs_are_absolute_where_clients_reach_the_service(client: FlaskClient) -> None:
+    assert asyncapi(client)["info"]["externalDocs"]["url"] == "http://localhost/api"   # the request's origin
+    behind = create_app(Settings(external_url="https://shoal.example/ops", base_path="/x"), configure_logging=False)
+    document = behind.test_client().get("/x/api/asyncapi.json", headers={"Host": "internal:9000"}).get_json()
+    assert document["info"]["externalDocs"]["url"] == "https://shoal.example/ops/x/api"   # server.external_url
+
+
 def test_every_asyncapi_channel_is_a_stream_url_of_api(client: FlaskClient) -> None:
     paths = client.get("/api").get_json()["paths"]
     for channel in asyncapi(client)["channels"].values():
