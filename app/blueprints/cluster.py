@@ -5,7 +5,8 @@
 and totals); the overview stays cluster-wide counts (no names; ``localNodeID`` only when that node is
 readable).
 ``/stacks/summary`` is a static rule and werkzeug ranks static rules before
-``/stacks/<name>``, so it wins over a stack named "summary" (that stack stays listed in ``/stacks``).
+``/stacks/<name>``, so it wins over a stack named "summary" (that stack stays listed in ``/stacks``); the
+stack removal rule's converter refuses "summary", so DELETE here is 405, never a removal (object_writes).
 """
 
 from __future__ import annotations
