@@ -1,4 +1,4 @@
-"""Engine log failures → the reference's LOG problems (a vanished object → the generic 404)."""
+"""Engine log failures → the LOG problems of docs/logs.md (a vanished object → the generic 404)."""
 
 from __future__ import annotations
 

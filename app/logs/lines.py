@@ -4,7 +4,7 @@ The engine writes each line as ``<RFC 3339 nano timestamp> <details> <message>``
 ``timestamps`` and ``details``; the details are ``key=value`` pairs, query-escaped and comma-separated
 (``com.docker.swarm.node.id=…,com.docker.swarm.service.id=…,com.docker.swarm.task.id=…`` plus any
 ``--log-opt labels/env`` attributes), empty when there are none. The swarm keys are shortened to
-``nodeId``, ``serviceId``, ``taskId`` (reference §4.11). A message that is a JSON object is also given
+``nodeId``, ``serviceId``, ``taskId`` (docs/logs.md). A message that is a JSON object is also given
 decoded (``json``), so structured loggers need no second parse by the client.
 """
 

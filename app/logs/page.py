@@ -1,4 +1,4 @@
-"""The JSON log page (reference §4.11 ``LogResponse`` plus ``cursor``) and the agent tool's ``{lines, cursor}``.
+"""The JSON log page (``LogResponse`` plus ``cursor``, docs/logs.md) and the agent tool's ``{lines, cursor}``.
 
 Lines from several tasks (and, for a stack, several services) arrive interleaved in the order the nodes
 send them; a page is sorted by timestamp (a stable sort: equal stamps keep their arrival order), filtered

@@ -1,4 +1,4 @@
-"""Query parameters of the log endpoints (reference §3.5) → ``LogQuery``, or the LOG00x problem.
+"""Query parameters of the log endpoints (docs/logs.md) → ``LogQuery``, or the LOG00x problem.
 
 ``after`` keeps lines strictly newer than it (lines ≤ ``after`` are dropped). ``since``, the name the
 agent tool uses, is its inclusive twin: lines older than ``since`` are dropped, so the cursor (last line
@@ -54,7 +54,7 @@ def parse_limit(value: str | None) -> int:
 
 def parse_log_query(args: Mapping[str, str], now_ns: int, *, live: bool,
                     last_event_id: str | None = None) -> LogQuery:
-    """Validate in the reference's order of codes: stream (LOG002), after (LOG003), before (LOG004/005)."""
+    """Validate in the order of codes of docs/logs.md: stream (LOG002), after (LOG003), before (LOG004/005)."""
     stream = args.get("stream")
     if stream is not None and stream not in STREAMS:
         raise ProblemError("LOG002", detail=f"stream must be stdout or stderr, not {stream!r}.")

@@ -4,7 +4,7 @@ The engine streams are opened by the view, before the response starts, so a fail
 rather than an empty 200. The producer then runs in its own greenlet (one more per extra stream, for a
 stack); killed when the client goes away or the worker exits, it kills its readers, whose ``finally``
 closes their engine responses. Each line is one event with no ``event:`` name, ``id: <timestamp>`` and
-``data: <LogLine JSON>`` (reference §4.11). A stream that breaks off or sends garbage ends the response
+``data: <LogLine JSON>`` (docs/logs.md). A stream that breaks off or sends garbage ends the response
 (logged); the client reconnects with ``Last-Event-ID`` and loses nothing.
 """
 

@@ -1,8 +1,8 @@
-"""Which Prometheus call a ``/metrics`` request becomes, and with which parameters (reference §3.6).
+"""Which Prometheus call a ``/metrics`` request becomes, and with which parameters (docs/metrics.md).
 
 Only documented parameters are forwarded (an allow-list per call), each once (the first value), except
-``match[]`` on the label calls, which is repeatable. Values are passed through unchecked where the
-reference says so (``time``, ``start``, ``end``, JSON ``step``, ``timeout``): Prometheus judges them and
+``match[]`` on the label calls, which is repeatable. Values are passed through unchecked where
+Prometheus is the judge (``time``, ``start``, ``end``, JSON ``step``, ``timeout``): Prometheus judges them and
 its message comes back in an ``MTR002`` problem. The stream's own ``step`` and ``range`` are integer seconds
 checked here. Raises :class:`ParamError` with the problem code; the HTTP layer turns it into a problem.
 """

@@ -1,4 +1,4 @@
-"""The live metrics stream (reference §4.9): a producer for ``app.http.live.live_response``.
+"""The live metrics stream (docs/metrics.md): a producer for ``app.http.live.live_response``.
 
 On connect, ``initial`` carries Prometheus's range answer over ``now-range..now`` at ``step``; then every
 ``step`` seconds ``point`` carries an instant answer at that moment. Both are Prometheus's bodies verbatim

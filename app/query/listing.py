@@ -48,7 +48,7 @@ class Page:
 
 
 def parse_list_query(kind: ResourceKind, args: Mapping[str, str], range_header: str | None) -> ListQuery:
-    """Lenient by design (reference §3.1): unknown sort → original order, any ``dir`` but desc → asc."""
+    """Lenient by design (docs/read-api.md): unknown sort → original order, any ``dir`` but desc → asc."""
     sort = (args.get("sort") or "").strip()
     search = (args.get("search") or "").strip().lower()
     expression = args.get("filter")

@@ -1,4 +1,4 @@
-"""Page requests from ``limit``/``offset`` or ``Range: items a-b``, following the reference's rules:
+"""Page requests from ``limit``/``offset`` or ``Range: items a-b``, following these rules (docs/read-api.md):
 invalid numbers are ignored, ``limit`` is clamped to 200, query parameters win over Range, an
 unsatisfiable range is a 416, a malformed one is ignored.
 

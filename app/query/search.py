@@ -15,13 +15,13 @@ Ranking (best first), from the delimiters the texts carry:
     ``substring`` any field contains it
     ``segment`` the name matches by segment prefixes (``wa`` → ``web_api``, the list ``search`` rule)
     Within a rank, a name match comes first, then objects in name order (tasks: in cache order).
-    Tasks match on their own id, image and container labels, and on their service's name (reference
-    §3.2), with the rank of that name match.
+    Tasks match on their own id, image and container labels, and on their service's name
+    (docs/search-and-recommendations.md), with the rank of that name match.
 
-ACL (reference §4.6): with a read predicate (``keep``; None when unrestricted) the matches are narrowed to
-readable objects before they are counted or ranked, so ``counts`` are the full counts minus hidden hits; a
-task found through its service's name belongs to a readable service, hence is readable itself. The
-narrowing runs in yielding slices (``app.query.listing.select_yielding``).
+ACL (docs/search-and-recommendations.md): with a read predicate (``keep``; None when unrestricted) the
+matches are narrowed to readable objects before they are counted or ranked, so ``counts`` are the full
+counts minus hidden hits; a task found through its service's name belongs to a readable service, hence is
+readable itself. The narrowing runs in yielding slices (``app.query.listing.select_yielding``).
 
 Bounds: ``q`` at most 200 characters (``SEA002``); the segment rule runs on RE2 (linear time) over the
 names only; ``limit`` caps each kind's results at 1000.
@@ -49,7 +49,7 @@ from app.resources import ResourceKind
 MAX_QUERY = 200
 DEFAULT_LIMIT = 3
 MAX_LIMIT = 1000
-# Reference §4.6: the order kinds appear in.
+# The order kinds appear in (docs/search-and-recommendations.md).
 KIND_ORDER = (ResourceKind.SERVICE, ResourceKind.STACK, ResourceKind.NODE, ResourceKind.TASK,
               ResourceKind.CONFIG, ResourceKind.SECRET, ResourceKind.NETWORK, ResourceKind.VOLUME)
 _NAME_SORT = {ResourceKind.NODE: "hostname"}
@@ -99,7 +99,7 @@ class KindResult:
 
 
 def parse_search_query(args: Mapping[str, str]) -> SearchQuery:
-    """Reference §3.2: ``q`` required (blank ``SEA001``, over 200 characters ``SEA002``); ``limit`` 0 or
+    """``q`` required (blank ``SEA001``, over 200 characters ``SEA002``); ``limit`` 0 or
     over 1000 → 1000, negative or not an integer → 3."""
     raw = args.get("q")
     text = "".join(char for char in (raw or "") if char >= " " and char != "\x7f").strip()
@@ -218,7 +218,7 @@ class SearchIndex:
         return corpus
 
     def search(self, query: SearchQuery, keep: Keep = None) -> list[KindResult]:
-        """Every kind with at least one (readable) match, in the reference's order."""
+        """Every kind with at least one (readable) match, in the documented order (``KINDS``)."""
         segment = _segment_program(query.text)
         results: list[KindResult] = []
         service_names: dict[str, Rank] = {}
@@ -318,7 +318,7 @@ def _segment_hits(corpus: _Corpus, program: Any) -> list[int]:
 
 # ---------------------------------------------------------------------------------------------- results
 def _service_state(cache: Cache, entry: Entry) -> str:
-    """Reference §4.6: running (every desired replica runs), updating (a rolling update is under way),
+    """Running (every desired replica runs), updating (a rolling update is under way),
     failed (nothing runs and the latest task failed), else pending."""
     raw = entry.raw
     update = raw.get("UpdateStatus")
@@ -352,8 +352,8 @@ def _detail(cache: Cache, entry: Entry) -> str:
 
 
 def result_item(cache: Cache, hit: Hit, base: str, keep: Keep = None) -> dict[str, Any]:
-    """One result (reference §4.6): ``@id``, ``id``, ``name``, ``detail``, ``state`` (services, tasks),
-    plus ``match`` (exact, prefix, substring or segment)."""
+    """One result (docs/search-and-recommendations.md): ``@id``, ``id``, ``name``, ``detail``, ``state``
+    (services, tasks), plus ``match`` (exact, prefix, substring or segment)."""
     entry = hit.entry
     item: dict[str, Any] = {"@id": f"{base}{entry.kind.spec.path}/{entry.id}", "id": entry.id,
                             "name": task_name(cache, entry, keep) if entry.kind is ResourceKind.TASK else entry.name,

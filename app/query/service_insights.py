@@ -1,4 +1,4 @@
-"""What a service detail adds to the engine object (reference §4.2): ``changes``, the difference between
+"""What a service detail adds to the engine object (docs/read-api.md): ``changes``, the difference between
 the service's ``PreviousSpec`` and ``Spec``, and ``integrations``, the swarm tools its labels configure.
 
 Pure functions over the raw engine service dict, returning plain data; ``app.query.representations`` merges

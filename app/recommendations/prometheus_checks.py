@@ -1,4 +1,5 @@
-"""The Prometheus checks of reference §4.7: node pressure from node-exporter, container sizing from cAdvisor.
+"""The Prometheus checks: node pressure from node-exporter, container sizing from cAdvisor
+(docs/search-and-recommendations.md).
 
 Why separate from ``checks``: these read metrics, not the cache, and run on a timer (every 5 min) instead of
 on cache changes. The functions here are pure (decoded instant vectors + cache entries → findings); the
@@ -49,7 +50,7 @@ AT_LIMIT: Final = 0.95
 OVER_PROVISIONED: Final = 0.20
 FLAKY_RESTARTS: Final = 5
 HEADROOM: Final = 2.0
-INTERVAL: Final = 300.0          # seconds between two runs (reference: every 5 min)
+INTERVAL: Final = 300.0          # seconds between two runs (every 5 min)
 FIRST_DELAY: Final = 15.0        # the first run, shortly after start (targets scraped, cache synced)
 RUN_TIMEOUT: Final = 60.0        # one whole run, all queries
 QUERY_LIMITS: Final = Limits(total_timeout=15.0, connect_timeout=5.0, max_bytes=10 * 1024 * 1024)

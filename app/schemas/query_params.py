@@ -1,7 +1,7 @@
 """Query parameters documented as the views parse them, so that a fuzzer's "schema-valid" and "refused"
-agree with the server's (issue 17 §4).
+agree with the server's (docs/api-documents.md).
 
-* Lenient integers: the reference ignores a ``limit``/``offset`` that is not a number
+* Lenient integers: the server ignores a ``limit``/``offset`` that is not a number
   (``app.query.paging.client_int``: the default applies) instead of refusing it. Documented as
   ``type: integer``, ``limit=null`` looked refused while the server answered 200; the document now says an
   integer, or any other text, which is ignored.

@@ -1,3 +1,3 @@
-"""The embedded state store (issue 9 §6): history, the change sequence, its epoch and the last cache
+"""The embedded state store (docs/state-store.md): history, the change sequence, its epoch and the last cache
 snapshot in one SQLite file, so a restart continues the sequence and loses no change. ``database`` is the
 file (blocking, on the store thread), ``persister`` the gevent side (restore, batched writes, stop)."""

@@ -1,5 +1,5 @@
-"""Which stream events a restricted caller may receive (reference §4.10, §7.2: "SSE filtered by read per
-item"): an event is delivered only when the caller may read the object it shows; ``sync`` always passes.
+"""Which stream events a restricted caller may receive (docs/streams.md, docs/acl.md: filtered by read per
+item): an event is delivered only when the caller may read the object it shows; ``sync`` always passes.
 
 The keys come from the event's own state (``Built.entry``: the recorded state, the last known one for a
 removal), so a removed service is judged by the stack it was in. A task whose service went in the same
@@ -67,5 +67,5 @@ def hidden_references(access: Access, cache: Cache, item: Built) -> Variant | No
 
 
 def may_read_finding(access: Access | None, cache: Cache, finding: Finding) -> bool:
-    """A finding's keys (reference §4.7) are those the ``/recommendations`` read uses."""
+    """A finding's keys are those the ``/recommendations`` read uses."""
     return access is None or access.unrestricted or finding_readable(access, cache, finding)

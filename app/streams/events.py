@@ -1,6 +1,6 @@
 """One change record → one event: who may receive it (scope keys) and its ``data`` object.
 
-``data`` is ``{@id, @type, type, action, id, resource}`` (interface "Events", reference §4.10). ``resource``
+``data`` is ``{@id, @type, type, action, id, resource}`` (docs/streams.md). ``resource``
 is the object exactly as the ``<kind>`` member of its REST detail (``app.query.representations`` and the
 detail schema: JSON-LD framed, derived fields such as ``RunningTasks``/``ServiceName`` added, secret payloads
 never present): for create/update the state the change recorded, for remove the last known state, for

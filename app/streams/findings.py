@@ -1,5 +1,5 @@
-"""Recommendation findings as events on ``/recommendations`` streams (issue 9 §5: findings appear and
-disappear live).
+"""Recommendation findings as events on ``/recommendations`` streams (findings appear and disappear
+live; docs/streams.md).
 
 The engine calls the listener after each evaluation slice with what appeared, changed or disappeared; one
 frame is built per call and offered to every ``/recommendations`` stream through the hub (same queues, cap,

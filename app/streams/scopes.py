@@ -23,8 +23,8 @@ TYPE_NAMES = ", ".join(kind.value for kind in ResourceKind)
 def types_scopes(value: str | None) -> frozenset[ScopeKey]:
     """``/events?types=service,task``: the kinds kept; absent or blank means all.
 
-    :raises ProblemError: SSE002 for a name that is no event type (the reference's "matches nothing"
-        would leave a typo silently empty forever).
+    :raises ProblemError: SSE002 for a name that is no event type (letting it match nothing
+        would leave a typo silently empty forever; docs/streams.md).
     """
     if value is None or not value.strip():
         return frozenset({ALL})
@@ -42,7 +42,7 @@ def events_stream(*_args: object, **_kwargs: object) -> Response:
 
 def recommendations_stream(*_args: object, **_kwargs: object) -> Response:
     """Findings appearing, changing and disappearing (``app.streams.findings``); 404 when turned off; a
-    cluster-wide read (reference §1.2): 403 ACL001 without any grant, then filtered per finding."""
+    cluster-wide read (docs/acl.md): 403 ACL001 without any grant, then filtered per finding."""
     if not current_runtime().settings.recommendations:
         raise NotFound("Recommendations are turned off (server.recommendations = false).")
     require_grants()

@@ -1,5 +1,5 @@
-"""The legacy flat views (``/topology/networks``, ``/topology/placement``; reference §4.8: "the same data
-flat"), derived from the graphs, with plain engine ids instead of URNs.
+"""The legacy flat views (``/topology/networks``, ``/topology/placement``; docs/topology.md: the same data,
+flat), derived from the graphs, with plain engine ids instead of URNs.
 
 - networks: ``nodes`` (services: ``id, name, stack, replicas, image, mode, ports, updateStatus``),
   ``edges`` (``source, target`` service ids, ``networks`` ids), ``networks`` (``id, name, driver, scope,

@@ -1,5 +1,5 @@
 """The logical graph (``network`` / ``network-topology``, undirected): services connected through the
-overlay networks they share, grouped by stack (reference §4.8).
+overlay networks they share, grouped by stack (docs/topology.md).
 
 - Nodes: every service, ``metadata {kind: "service", replicas, image (no digest), mode, ports
   ["published:target/protocol"], updateStatus}``.

@@ -1,4 +1,4 @@
-"""The physical graph (``placement`` / ``placement-topology``): tasks placed on nodes (reference §4.8).
+"""The physical graph (``placement`` / ``placement-topology``): tasks placed on nodes (docs/topology.md).
 
 - Nodes: every swarm node ``{kind: "node", role, state, availability}`` (label: hostname) and every
   service ``{kind: "service", image}``.

@@ -7,7 +7,7 @@ called: a write either applies the whole new map or nothing.
 PUT takes the whole map, bare (``{"tier":"db"}``) or wrapped (``{"labels":{"tier":"db"}}``, the shape the
 GET answers, so a client can send back what it read). A body whose only key is ``labels`` with an object
 value is the wrapped form; a label literally named ``labels`` must then be sent wrapped.
-PATCH takes the reference's map patches (``app.writes.patch``): JSON Patch or JSON Merge Patch.
+PATCH takes the relaxed map patches (``app.writes.patch``): JSON Patch or JSON Merge Patch.
 
 Reserved labels: ``com.docker.stack.*`` belong to ``docker stack deploy``, and the ACL's stack grants rest on
 ``com.docker.stack.namespace`` (a ``stack:demo`` grant covers what carries ``demo``). So no write may add,

@@ -5,9 +5,9 @@ on GET and HEAD are computed from it (``app.http.allow``), so what a response ad
 write would be let through. Rules are werkzeug rule strings as the blueprints declare them
 (``/services/<id>/scale``); the agent tools (MCP) will name the same rows by ``tool``.
 
-Tiers follow the spec's agent-tool table (the issue: "the same tiers as the agent tools"); where the
-reference's HTTP table differs (node labels tier 3, remove task tier 3) the tool tier wins, and writes no tool
-covers take the reference's tier.
+Choice: a write has the same tier as the agent tool with the same effect (node labels tier 2, remove task
+tier 1), even where a plain HTTP tiering would say 3; writes no tool covers take their HTTP tier
+(docs/writes.md).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ _op("set_service_mode", "PUT", f"{SVC}/mode", T3, "service")
 _op("set_service_endpoint_mode", "PUT", f"{SVC}/endpoint-mode", T3, "service")
 _op("remove_service", "DELETE", SVC, T3, "service", tool="remove_service")
 
-# Sub-resources of a service's spec: PUT of the whole value, PATCH with either patch type (the issue).
+# Sub-resources of a service's spec: PUT of the whole value, PATCH with either patch type.
 SERVICE_SUBRESOURCES: dict[str, tuple[Tier, str | None]] = {
     "env": (T2, "update_service_env"),
     "labels": (T2, "update_service_labels"),

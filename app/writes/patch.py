@@ -1,10 +1,10 @@
-"""Patch documents: RFC 7396 JSON Merge Patch, RFC 6902 JSON Patch, and the reference's map form.
+"""Patch documents: RFC 7396 JSON Merge Patch, RFC 6902 JSON Patch, and a relaxed map form.
 
-Pure functions over decoded JSON; failures raise ``ProblemError`` with the reference's codes: a JSON Patch
-that cannot be applied is ``API011`` (400), a failed ``test`` operation ``API010`` (409). Nothing is
+Pure functions over decoded JSON; failures raise ``ProblemError`` with the codes of docs/writes-services.md: a
+JSON Patch that cannot be applied is ``API011`` (400), a failed ``test`` operation ``API010`` (409). Nothing is
 mutated in place: the caller writes the result or nothing.
 
-String maps (env, labels) follow the reference's relaxed form: the leading ``/`` of a path is optional, a
+String maps (env, labels) follow a relaxed form: the leading ``/`` of a path is optional, a
 path is one key (``/a~1b`` unescapes to ``a/b``), only ``add``, ``replace``, ``remove`` and ``test`` apply,
 ``replace`` and ``remove`` need an existing key, and values are strings.
 """
@@ -48,7 +48,7 @@ def json_patch(target: Any, operations: Any) -> Any:
 
 
 def map_json_patch(target: dict[str, str], operations: Any) -> dict[str, str]:
-    """The reference's JSON Patch over a flat string map (env, labels)."""
+    """The relaxed JSON Patch over a flat string map (env, labels)."""
     if not isinstance(operations, list):
         raise ProblemError("API011", detail="A JSON Patch is an array of operation objects.")
     result = dict(target)

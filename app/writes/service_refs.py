@@ -3,7 +3,7 @@
 A reference is resolved (by id or by name) against what the caller knows of the cluster, through the small
 :class:`References` seam (the cache in the HTTP views, a fake in unit tests), before the engine is called:
 an unknown config is ``SVC015``, an unknown secret ``SVC016``, an unknown network ``SVC017``, each naming
-the field. The values shown and accepted are the reference's (``{configID, configName, fileName}``...); the
+the field. The values shown and accepted are the documented ones (``{configID, configName, fileName}``...); the
 setters build the engine's shapes (file targets owned by root, mode 0444) and keep what a client cannot see
 (file owner and mode, driver options) for the entries it left unchanged.
 """
@@ -55,7 +55,7 @@ class _FileRefs(NamedTuple):
     name_key: str       # configName / secretName
     engine_id: str      # ConfigID / SecretID
     engine_name: str    # ConfigName / SecretName
-    default_dir: str    # where fileName defaults to (reference §2.2)
+    default_dir: str    # where fileName defaults to (docs/writes-services.md)
 
 
 CONFIGS = _FileRefs(ResourceKind.CONFIG, "SVC015", "configs", "Configs", "configID", "configName", "ConfigID",

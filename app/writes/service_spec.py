@@ -4,7 +4,7 @@ One row per sub-resource: its response key and JSON-LD type, a getter over the s
 a whole value (raising the sub-resource's code with the field named), a setter writing the engine's shape,
 and a patch style:
 
-- ``map`` (env, labels): the reference's map rules (``app.writes.patch.map_json_patch`` / ``map_merge_patch``);
+- ``map`` (env, labels): the relaxed map rules (``app.writes.patch.map_json_patch`` / ``map_merge_patch``);
 - ``object``: RFC 7396 merge patch over the object, RFC 6902 over it;
 - ``list``: a merge patch is ``{"<key>": [...]}`` or a bare array and replaces the list; RFC 6902 applies to it;
 - ``none`` (mode, endpoint-mode): PUT only.
@@ -43,7 +43,7 @@ class SubResource:
     set: Callable[[Spec, Any], None]
     code: str                                   # the problem code of a bad value
     nullable: bool = False                      # the value may be null (no healthcheck, no log driver)
-    answers_service: bool = False               # the write answers the service detail (reference §2.2)
+    answers_service: bool = False               # the write answers the service detail
 
     @property
     def operations(self) -> tuple[str, ...]:

@@ -2,7 +2,7 @@
 
 Each sub-resource has three functions over the engine's service ``Spec`` dict:
 
-- ``get_<sub>(spec)`` — the value as ``GET /services/{id}/<sub>`` shows it (reference §1.3);
+- ``get_<sub>(spec)`` — the value as ``GET /services/{id}/<sub>`` shows it (docs/writes-services.md);
 - ``check_<sub>(value)`` — the whole value checked and normalised, or a ``ProblemError`` naming the field
   (raised before any engine call, so nothing is half-applied);
 - ``set_<sub>(spec, value)`` — the checked value written into the spec, in the engine's shape; an empty
@@ -67,7 +67,7 @@ def put_or_drop(holder: dict[str, Any], key: str, value: Any) -> None:
 
 # ---------------------------------------------------------------------------------------------- env, labels
 def get_env(spec: Spec) -> dict[str, str]:
-    """``K=V`` entries as a map; a bare ``K`` reads as ``""`` (the reference)."""
+    """``K=V`` entries as a map; a bare ``K`` reads as ``""``."""
     env: dict[str, str] = {}
     for item in container(spec).get("Env") or []:
         key, _, value = str(item).partition("=")
@@ -418,7 +418,7 @@ def get_endpoint_mode(spec: Spec) -> dict[str, Any]:
 
 
 def check_endpoint_mode(value: Any) -> dict[str, Any]:
-    """``{"mode": "vip"}`` (the reference's body) or ``{"endpointMode": "vip"}`` (what the GET shows)."""
+    """``{"mode": "vip"}`` (the documented body) or ``{"endpointMode": "vip"}`` (what the GET shows)."""
     body = as_object(value, "SVC010", "mode")
     field = "endpointMode" if "endpointMode" in body and "mode" not in body else "mode"
     return {"endpointMode": as_choice(body.get(field), ENDPOINT_MODES, "SVC010", field)}

@@ -31,7 +31,7 @@ class Outcome:
     errors: list[dict[str, str]] = field(default_factory=list)
 
     def document(self) -> dict[str, Any]:
-        """The reference's answer: ``{removed:{services,networks,configs,secrets}, errors?}``."""
+        """The answer (docs/writes-objects.md): ``{removed:{services,networks,configs,secrets}, errors?}``."""
         body: dict[str, Any] = {"removed": dict(self.removed)}
         if self.errors:
             body["errors"] = list(self.errors)

@@ -1,4 +1,4 @@
-"""Version-1 schemas of ``/auth/whoami`` and ``/profile`` (reference §1.1, §4.4)."""
+"""Version-1 schemas of ``/auth/whoami`` and ``/profile`` (docs/auth.md, docs/acl.md)."""
 
 from __future__ import annotations
 

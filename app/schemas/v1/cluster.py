@@ -1,4 +1,4 @@
-"""Version-1 schemas of the cluster-wide reads: ``/cluster`` (reference §4.3), ``/cluster/capacity``,
+"""Version-1 schemas of the cluster-wide reads: ``/cluster``, ``/cluster/capacity``,
 ``/disk-usage`` and ``/stacks/summary``. They describe the bodies in the OpenAPI document; ``app.cluster``
 and ``app.engine.system`` build them."""
 

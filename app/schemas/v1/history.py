@@ -1,4 +1,4 @@
-"""Version-1 schemas of the change history (reference §4.5 plus the issue's diff and audit slot) and of
+"""Version-1 schemas of the change history (docs/history-and-feeds.md, with the diff and audit slot) and of
 JSON Feed 1.1 pages. They describe the bodies in the OpenAPI document; ``app.history.entries`` and
 ``app.http.feeds`` build them."""
 

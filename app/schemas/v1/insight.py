@@ -1,5 +1,5 @@
-"""Version-1 schemas of ``/search`` (reference §4.6) and ``/recommendations`` (§4.7 plus the issue's finding
-fields). They describe the bodies in the OpenAPI document; ``app.query.search`` and
+"""Version-1 schemas of ``/search`` and ``/recommendations`` with their finding fields
+(docs/search-and-recommendations.md). They describe the bodies in the OpenAPI document; ``app.query.search`` and
 ``app.recommendations`` build them."""
 
 from __future__ import annotations

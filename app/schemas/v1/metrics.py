@@ -1,4 +1,4 @@
-"""Version-1 schemas of the metrics endpoints (reference §1.2, §3.6): query parameters for the document,
+"""Version-1 schemas of the metrics endpoints (docs/metrics.md): query parameters for the document,
 Prometheus's own envelope (proxied verbatim), and the service's ``/metrics/status`` and ``/cluster/metrics``
 documents, which ``app.metrics`` builds."""
 

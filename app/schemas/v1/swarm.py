@@ -1,4 +1,4 @@
-"""Version-1 schemas of ``/swarm`` and ``/plugins`` (reference §1.2, §2.2, §4.2). They describe the answers
+"""Version-1 schemas of ``/swarm`` and ``/plugins`` (docs/swarm-and-plugins.md). They describe the answers
 in the OpenAPI document; the engine objects inside are passed through in the engine's own JSON."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Version-1 schemas of ``/topology`` (JGF, reference §4.8) and the legacy flat views. They describe the
+"""Version-1 schemas of ``/topology`` (JGF, docs/topology.md) and the legacy flat views. They describe the
 bodies in the OpenAPI document; ``app.topology`` builds them."""
 
 from __future__ import annotations
