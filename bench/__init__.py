@@ -1,1 +1,1 @@
-"""Benchmarks of the figures the performance issue asks for; run ``python bench/bench_api.py``."""
+"""Benchmarks of the performance figures (docs/figures.md); run ``python bench/bench_api.py``."""

@@ -1,4 +1,4 @@
-"""What an active ACL policy costs on the foundation's list benchmark (issue 11's figure: <= 1.5x).
+"""What an active ACL policy costs on the foundation's list benchmark (target: <= 1.5x; docs/access.md).
 
     .venv/bin/python bench/bench_acl.py [--quick] [--iterations 200] [--skip http]
 

@@ -1,4 +1,4 @@
-"""Measure the figures of the performance issue and print them as a Markdown table.
+"""Measure the performance figures (docs/figures.md) and print them as a Markdown table.
 
     .venv/bin/python bench/bench_api.py [--quick] [--docker-host unix:///tmp/shoal-lab/shoal.sock]
 
@@ -6,7 +6,7 @@ Sections (each row: median and p95 over many runs, after warm-up):
   a. in-process: Flask test client against a cache filled with a synthetic cluster (10k and 50k tasks);
      isolates the application's own cost from sockets and the gevent server.
   b. over HTTP: the same requests against gunicorn with the production gevent settings
-     (``bench/gunicorn_synthetic.py``), through one keep-alive ``requests.Session``; the issue's targets.
+     (``bench/gunicorn_synthetic.py``), through one keep-alive ``requests.Session``; the targets.
   c. memory: bytes per cached task, in a fresh process (``bench/memory_probe.py``).
   d. the lab swarm, when an engine is reachable: ``Watcher.full_sync`` duration, and the same task list
      answered by the engine (list + filter in Python) versus by the cache.
@@ -52,7 +52,7 @@ LIST_QUERY = urlencode({"filter": FILTER, "sort": "state", "limit": "50"}, quote
 DEFAULT_LAB_HOST = "unix:///tmp/shoal-lab/shoal/n1/docker.sock"  # what `scripts/lab-swarm env` prints
 SERVER_START_TIMEOUT = 180.0   # building 50k tasks inside the worker takes a while
 SERVER_STOP_TIMEOUT = 20.0
-# Targets of the issue: (section, measurement, tasks or None for any) → bound on the median.
+# Performance targets: (section, measurement, tasks or None for any) → bound on the median.
 TARGETS: dict[tuple[str, str, int | None], float] = {
     ("http", "filtered+sorted page", 10_000): 15.0,
     ("http", "filtered+sorted page", 50_000): 60.0,
@@ -133,7 +133,7 @@ class Probe:
 
 
 def probes(task_id: str) -> list[Probe]:
-    """The four requests of the issue, in table order."""
+    """The four measured requests, in table order."""
     return [Probe("filtered+sorted page", f"/tasks?{LIST_QUERY}"),
             Probe("task detail", f"/tasks/{task_id}"),
             Probe("first page, no filter", "/tasks"),

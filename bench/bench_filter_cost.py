@@ -1,4 +1,4 @@
-"""What a filter may cost the one gevent worker (issue 8 §2), in three parts:
+"""What a filter may cost the one gevent worker (docs/filter-cost.md), in three parts:
 
     .venv/bin/python bench/bench_filter_cost.py [--tasks 50000] [--runs 15] [--http-seconds 12]
 
@@ -235,7 +235,7 @@ def http_part(tasks: int, seconds: float) -> dict[str, Any]:
             pathological_rows[name] = {"outcomes": kinds, **latency}
             print(f"  {name:28} {','.join(kinds):>12}  p50 {latency['p50_ms']:7.1f}  max {latency['max_ms']:7.1f} ms")
 
-        # c. 33 distinct heavy filters (the issue's kind, now refused, and the heaviest accepted kind).
+        # c. 33 distinct heavy filters (the kind that once stalled it, now refused, and the heaviest accepted kind).
         distinct: list[str] = []
         for index in range(33):
             distinct.append(" || ".join(f'id.matches("\\\\pL{{400}}m{index}x{i}")' for i in range(14)))

@@ -1,4 +1,4 @@
-"""Hostile clients and a hung engine, before/after figures for issue §4 (a real gunicorn on the lab engine).
+"""Hostile clients and a hung engine, before/after figures (docs/resilience.md; a real gunicorn on the lab engine).
 
     scripts/lab-pytest sb --co -q >/dev/null   # (starts the lab; or use any lab's DOCKER_HOST)
     SHOAL_LAB_DIR=/tmp/shoal-lab-sb SHOAL_LAB_NAME=sb \\

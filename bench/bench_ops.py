@@ -1,4 +1,5 @@
-"""Issue 10 figures: the "operate the cluster" features against the real lab engine, through a real gunicorn.
+"""Figures of the "operate the cluster" features (docs/figures.md) against the real lab engine, through a
+real gunicorn.
 
     .venv/bin/python bench/bench_ops.py [--quick] [--docker-host unix:///tmp/shoal-lab/shoal/n1/docker.sock]
 

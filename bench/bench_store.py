@@ -1,4 +1,4 @@
-"""The state store (issue 9 §6): write latency at a steady change rate, bulk write throughput, start-up
+"""The state store (docs/state-store.md): write latency at a steady change rate, bulk write throughput, start-up
 restore time, and how long the gevent hub is held while the store flushes.
 
 Run (from the repository root; a few seconds with the defaults)::

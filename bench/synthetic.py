@@ -41,7 +41,7 @@ _PENDING_MESSAGES = ("no suitable node (insufficient resources on 100 nodes)", "
 
 @dataclass(frozen=True, slots=True)
 class ClusterShape:
-    """Sizes of the synthetic cluster; the defaults are the issue's reference cluster."""
+    """Sizes of the synthetic cluster; the defaults are the benchmark's reference cluster."""
 
     nodes: int = 100
     services: int = 1000

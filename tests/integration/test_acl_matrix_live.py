@@ -1,4 +1,4 @@
-"""The ACL matrix against a real gunicorn on the lab (issue 11 "Done when"): five users, their grants and
+"""The ACL matrix against a real gunicorn on the lab (docs/acl.md): five users, their grants and
 every kind of endpoint (lists, details, SSE streams, Atom feeds, search, history, writes, whoami/profile),
 asserting exactly who sees and changes what, and that no response (body, headers, stream or feed text)
 carries the name of anything its caller may not read.

@@ -1,4 +1,4 @@
-"""ACL policy hot reload through a real gunicorn on the lab swarm (reference §6 acl.policy_file, §7.2).
+"""ACL policy hot reload through a real gunicorn on the lab swarm (``acl.policy_file``, docs/acl.md).
 
 Auth mode ``headers`` (the test client is the trusted proxy on 127.0.0.1 and names the user in ``X-User``),
 the policy in a temporary file. Without a restart: alice, without a grant, is refused ``demo_web``
@@ -24,7 +24,7 @@ import requests
 from tests.conftest import free_port, gunicorn_env, launch_gunicorn, stop_gunicorn, wait_for
 
 JSON = {"Accept": "application/json"}
-RELOAD_BOUND = 1.0          # the issue: "within 1 s she sees it"
+RELOAD_BOUND = 1.0          # a policy change is seen within 1 s
 # bob always reads the ops stack: the policy is never empty, so alice is refused by default deny.
 BOB_GRANT = {"resources": ["stack:ops"], "audience": ["user:bob"], "permissions": ["read"]}
 ALICE_GRANT = {"resources": ["service:demo_web"], "audience": ["user:alice"], "permissions": ["read"]}

@@ -1,4 +1,5 @@
-"""Issue 17 §1 and the If-Range bullet of §4 against real gunicorn (gevent worker) on the lab engine.
+"""A detail's ``Allow`` (docs/writes.md) and ``If-Range`` (docs/read-api.md) against real gunicorn (gevent
+worker) on the lab engine.
 
 - The peer UI's flow: read a service detail's ``Allow`` (and ``Accept-Patch``), show the scale, image and
   env controls it allows, use them: at levels 1, 2 and 3 each control the detail offers works on the engine,
@@ -35,7 +36,7 @@ POLICY = {"grants": [
     {"resources": ["*"], "audience": ["user:admin"], "permissions": ["read", "write"]},
 ]}
 WRITER, READER, ADMIN = {"X-User": "writer"}, {"X-User": "reader"}, {"X-User": "admin"}
-# The detail's Allow per level (reference §3): service PUT, POST ≥1, PATCH ≥2, DELETE 3
+# The detail's Allow per level (docs/writes.md): service PUT, POST ≥1, PATCH ≥2, DELETE 3
 DETAIL_ALLOW = {1: "GET, HEAD, POST, PUT", 2: "GET, HEAD, POST, PUT, PATCH", 3: "GET, HEAD, POST, PUT, PATCH, DELETE"}
 
 

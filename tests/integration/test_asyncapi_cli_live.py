@@ -1,6 +1,6 @@
 """The official AsyncAPI CLI (npm ``@asyncapi/cli``, installed by scripts/setup into .tools/asyncapi) accepts
 the ``/api/asyncapi.json`` that gunicorn serves, with warnings counted as failures; and refuses the same
-document with a relative ``externalDocs.url`` (the defect of issue 17), so the check can fail."""
+document with a relative ``externalDocs.url`` (a defect once shipped), so the check can fail."""
 
 from __future__ import annotations
 

@@ -140,7 +140,7 @@ def test_the_mapped_subject_is_the_audited_identity_of_a_write(gunicorn_mtls: Se
 
 
 def test_whoami_shows_the_mapped_identity(gunicorn_mtls: Served, pki: Pki) -> None:
-    """``/auth/whoami`` (reference §4.4): subject, display name, email, OU groups and the DNs."""
+    """``/auth/whoami`` (docs/auth.md): subject, display name, email, OU groups and the DNs."""
     body = get(gunicorn_mtls, pki, "/auth/whoami", "spiffe").json()
     assert (body["subject"], body["displayName"], body["provider"]) == (SPIFFE_ID, "deployer", "cert")
     assert body["email"] == "deployer@example.com" and body["groups"] == ["platform"]

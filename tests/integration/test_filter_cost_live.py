@@ -1,4 +1,4 @@
-"""No filter stalls the real server (issue 8 §2): gunicorn with its one gevent worker, following the lab swarm.
+"""No filter stalls the real server (docs/filter-cost.md): gunicorn with its one gevent worker, following the lab swarm.
 Pathological filters (a pattern built from a field, heavy constant patterns, patterns RE2 refuses) are
 answered with FLT006 or finish, while /-/health probes on fresh connections keep answering quickly."""
 
@@ -14,7 +14,7 @@ import requests
 
 pytestmark = pytest.mark.integration
 
-HEALTH_BOUND = 0.25          # issue 8: no filter of at most 512 characters makes /-/health wait longer
+HEALTH_BOUND = 0.25          # no filter of at most 512 characters makes /-/health wait longer
 ROUNDS = 3
 
 

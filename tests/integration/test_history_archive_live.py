@@ -1,4 +1,4 @@
-"""The audit trail past the ring (issue 17 §2) through real gunicorn on the lab swarm: a tiny ring
+"""The audit trail past the ring (docs/history-and-feeds.md) through real gunicorn on the lab swarm: a tiny ring
 (``SERVICE_HISTORY_SIZE=100``, the minimum) and a few hundred changes made with the docker SDK. ``/history``
 pages back past the ring with exactly the ids the SQLite file holds (no duplicate, none missing),
 ``/history/{old id}`` answers, the JSON Feed pages the same way, and all of it holds after a restart (which

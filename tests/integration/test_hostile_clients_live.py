@@ -1,4 +1,4 @@
-"""Resources under hostile clients and a hung engine (issue §4), against a real gunicorn on 127.0.0.1 and the
+"""Resources under hostile clients and a hung engine (docs/resilience.md), against a real gunicorn on 127.0.0.1 and the
 lab engine: a frozen dockerd (SIGSTOP) is seen as stale within seconds; log tails that never read, on a
 service writing big lines, keep the worker's memory bounded; connections that never send a request head do
 not make a new client wait their keep-alive time. Every load is bounded in count and time."""

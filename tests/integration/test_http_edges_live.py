@@ -1,4 +1,4 @@
-"""Issue 8 §3 against the real server (gunicorn with its gevent worker, and ``shoal``) and the lab
+"""HTTP edges (docs/read-api.md) against the real server (gunicorn with its gevent worker, and ``shoal``) and the lab
 engine: huge client integers, Last-Modified after a task of the service changed, ETag per variant and
 If-Range, a volume named ``*.json`` at its own @id, bounded metrics labels, no redirect from Host, and
 the server's own errors (414, 431, 400) as problems with Request-Id and security headers. Raw sockets

@@ -1,8 +1,8 @@
-"""/search and /recommendations against the lab swarm (issue 9 §4, §5): the demo stack's objects are found by
-name, image, label and id prefix; the crasher's restart loop and the pending service's replicas appear as
-findings; a service created with one replica and no limits gets its findings, which go (the limit one) when
-it is updated with limits, within a bounded wait, while the others keep their firstSeen. Every response is
-checked against /api by the integration conftest."""
+"""/search and /recommendations against the lab swarm (docs/search-and-recommendations.md): the demo stack's
+objects are found by name, image, label and id prefix; the crasher's restart loop and the pending service's
+replicas appear as findings; a service created with one replica and no limits gets its findings, which go (the
+limit one) when it is updated with limits, within a bounded wait, while the others keep their firstSeen. Every
+response is checked against /api by the integration conftest."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from tests.conftest import free_port, gunicorn_env, launch_gunicorn, wait_for
 from tests.integration.engine_state import IMAGE, TEST_LABEL
 
 pytestmark = pytest.mark.integration
-DELIVERY = 1.0          # seconds from a line being written to its event (the bound)
+DELIVERY = 1.0          # seconds from a line being written to its event (the target bound)
 CAP = 128
 TEXT_LINE = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z \S+ (stdout|stderr) "
 

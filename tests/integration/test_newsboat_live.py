@@ -1,4 +1,4 @@
-"""A real feed reader (issue 17): newsboat keys articles by entry id across all its subscriptions, so a
+"""A real feed reader (docs/history-and-feeds.md): newsboat keys articles by entry id across all its subscriptions, so a
 per-service feed subscribed beside ``/history.atom`` looked empty while both feeds gave one record the same
 id. Entry ids are now per feed (``app.history.entries.feed_entry_id``). newsboat runs in a tmux pane (its own
 tmux server socket) against gunicorn following the lab swarm; the screen and newsboat's cache both must show

@@ -19,8 +19,8 @@ from app.http.allow import DETAIL_RULES
 
 pytestmark = pytest.mark.integration
 EXAMPLES_PER_OPERATION = 30
-# "Any schema-valid request is accepted" is checked on reads (issue 17 §4: the document says what the views
-# parse), except where a schema cannot say it: a schema-valid string can still be an invalid CEL expression
+# "Any schema-valid request is accepted" is checked on reads (docs/api-documents.md: the document says what the
+# views parse), except where a schema cannot say it: a schema-valid string can still be an invalid CEL expression
 # (`filter`: 400 FLT), /events only streams (406 API002 without Accept: text/event-stream) and log instants
 # (after/since/before: RFC 3339 or a duration, 1970..9999).
 # Writes keep their domain rules (400/409 on schema-valid bodies). Every other check stays on everywhere.
@@ -40,7 +40,7 @@ UPSTREAM_PATHS = ("/metrics", "/cluster/metrics")
 # than the path documents (a DELETE above the level); schemathesis wants all of them. Checked here instead:
 # never a method the path does not document.
 _DOCUMENTED = {"get", "head", "post", "put", "patch", "delete", "options"}
-# A detail's Allow lists the writes of its whole family (issue 17 §1: its sub-resources one segment below).
+# A detail's Allow lists the writes of its whole family (docs/writes.md: its sub-resources one segment below).
 _DETAILS = {re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule) for rule in DETAIL_RULES}
 
 

@@ -1,7 +1,7 @@
 """The operations level against the lab engine, driven by the operation table itself: every write is
 refused with 403 OPS001 at the level below its tier (and nothing changes on the engine), and on every URL
 that answers GET, ``Allow`` and ``Accept-Patch`` list exactly the writes the level lets through: on a detail,
-those of its whole family (reference §3, issue 17 §1), elsewhere those of the URL itself."""
+those of its whole family (docs/writes.md), elsewhere those of the URL itself."""
 
 from __future__ import annotations
 
@@ -97,10 +97,10 @@ def test_each_write_is_refused_below_its_tier(name: str, apps: dict[int, Flask],
 
 
 JSON_AND_MERGE = {"application/json-patch+json", "application/merge-patch+json"}
-# Reference §3 "Allow on a detail GET", written out (not derived from the table): a detail lists the writes of
-# its whole family, method → lowest level. Where our tiers differ from the reference's, the table's tier is
-# used (node labels and task removal follow the agent tools: 2 and 1), and configs/secrets list PUT (their
-# labels' PUT), not the reference's POST, which their family does not have.
+# A detail's Allow (docs/writes.md), written out (not derived from the table): a detail lists the writes of
+# its whole family, method → lowest level. Tiers are the table's (node labels and task removal follow the
+# agent tools: 2 and 1), and configs/secrets list PUT (their labels' PUT), not POST, which their family does
+# not have.
 DETAILS: dict[str, tuple[dict[str, int], set[str]]] = {
     "/services/<id>": ({"POST": 1, "PUT": 1, "PATCH": 2, "DELETE": 3}, JSON_AND_MERGE),
     "/nodes/<id>": ({"PUT": 2, "PATCH": 2, "DELETE": 3}, JSON_AND_MERGE),

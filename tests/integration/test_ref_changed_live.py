@@ -1,4 +1,4 @@
-"""ref_changed records from real engine changes (issue 8 §1): a service starting and stopping to use a
+"""ref_changed records from real engine changes (docs/cache-exactness.md): a service starting and stopping to use a
 config, its tasks appearing; every batch the cache emits is exact (no ref_changed for an object the same
 write changed itself, one per object, after the causing changes)."""
 

@@ -1,4 +1,4 @@
-"""SIGTERM on a real gunicorn following the lab swarm (issue §1): a write held by ``Prefer: wait`` on a long
+"""SIGTERM on a real gunicorn following the lab swarm (docs/resilience.md): a write held by ``Prefer: wait`` on a long
 rollout is answered at once with the rollout so far, the streams end with their final frame, the state store
 is closed and the worker exits well inside ``graceful_timeout`` (10 s); a request that never ends (a body
 that never comes) still lets the store close before the master's SIGKILL."""

@@ -25,7 +25,7 @@ from tests.conftest import free_port, gunicorn_env, launch_gunicorn, wait_for
 from tests.integration.engine_state import TEST_LABEL, sleeper
 
 pytestmark = pytest.mark.integration
-DELIVERY = 1.0          # seconds from an engine change to its event (the bound)
+DELIVERY = 1.0          # seconds from an engine change to its event (the target bound)
 ENGINE_SLACK = 0.0      # the bound is measured from the engine call returning: nothing added
 
 

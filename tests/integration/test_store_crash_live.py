@@ -1,4 +1,4 @@
-"""kill -9 at a random point of a burst of changes (issue "the store loses nothing at any stop"), through
+"""kill -9 at a random point of a burst of changes (the store loses nothing at any stop, docs/state-store.md), through
 real gunicorn on the lab swarm, with an independent SSE client on ``/events``:
 
 - ``worker``: the worker is SIGKILLed (no exit hook); the master starts a new one on the same file.

@@ -1,4 +1,4 @@
-"""Surviving a restart (issue 9 §6) through the real server: gunicorn with a state directory on the lab
+"""Surviving a restart (docs/state-store.md) through the real server: gunicorn with a state directory on the lab
 swarm, an independent SSE client (httpx-sse). With the client connected the service stops; a config is
 created, a service updated twice, a secret removed and another config created and removed with the docker
 SDK; the service starts again on the same state directory and the client reconnects with its

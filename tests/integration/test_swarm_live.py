@@ -84,7 +84,7 @@ def test_join_tokens_are_shown_only_to_who_may_rotate_them(apps: dict[int, Any],
         assert body["swarm"]["JoinTokens"] == tokens, level
         assert body["managerAddr"] == leader["ManagerStatus"]["Addr"]
         assert response.headers["ETag"] and response.headers["Last-Modified"]
-        # a detail lists its family's writes (issue 17 §1): the settings PATCH ≥2, the rotations POST at 3
+        # a detail lists its family's writes (docs/writes.md): the settings PATCH ≥2, the rotations POST at 3
         allow = {1: "GET, HEAD", 2: "GET, HEAD, PATCH", 3: "GET, HEAD, POST, PATCH"}[level]
         assert response.headers["Allow"] == allow
         assert response.headers.get("Accept-Patch") == (None if level < 2 else "application/merge-patch+json")

@@ -1,4 +1,4 @@
-"""The TaskPoller on the lab engine (issue 8 §4): with a service of 300 pending tasks beside a small running
+"""The TaskPoller on the lab engine (docs/responsiveness.md): with a service of 300 pending tasks beside a small running
 one, a task state change is visible within 2 s through a listing of its own service only (the full sweep
 and the counts signal are pushed out of the way), and the engine's task counts are read from
 ``/services?status=true``."""

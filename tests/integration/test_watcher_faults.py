@@ -1,4 +1,4 @@
-"""The watcher's answers to late and missing engine answers, on the lab engine (issue 8 §1): each test runs
+"""The watcher's answers to late and missing engine answers, on the lab engine (docs/cache-exactness.md): each test runs
 its own watcher over the real DockerEngine wrapped in HookedEngine, which holds chosen answers (already
 read from the engine) until the test releases them, mutes the event stream or refuses new ones."""
 

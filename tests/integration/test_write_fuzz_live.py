@@ -1,5 +1,5 @@
 """Fuzz every write body and every query parameter of the OpenAPI document against a real gunicorn at
-operations level 3 on the lab swarm: no answer is a 5xx (issue: "Writes that cannot hurt the cluster").
+operations level 3 on the lab swarm: no answer is a 5xx: writes cannot hurt the cluster (docs/safety.md).
 
 Two phases, bounded in count and time (about 3 minutes on the lab):
 

@@ -1,4 +1,4 @@
-"""The layer rule (issue 17 §5): lower parts import nothing above them.
+"""The layer rule: lower parts import nothing above them.
 
 Every ``import`` statement of ``app/`` is read with ``ast`` (those inside functions and under
 ``TYPE_CHECKING`` too: a late import is still a dependency), so a cycle cannot hide behind an import moved

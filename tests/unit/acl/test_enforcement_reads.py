@@ -1,4 +1,4 @@
-"""Read enforcement (reference §1.2, §3.1, §4.2, §4.6-§4.8, §7.2) on the synthetic cluster, through the
+"""Read enforcement (docs/acl.md) on the synthetic cluster, through the
 headers auth mode and an inline policy:
 
 - ``bob`` (group ``ops``): read ``service:monitor`` and ``node:worker-1``;
@@ -352,7 +352,7 @@ def test_no_hidden_name_appears_in_any_body(client: FlaskClient) -> None:
         assert not leaked, (url, leaked)
 
 
-# ---------------------------------------------------------------------------------------------- issue: names
+# ---------------------------------------------------------------------------------------------- hidden names
 def test_capacity_covers_only_the_nodes_the_caller_may_read(client: FlaskClient) -> None:
     """Rows, totals, maxima and nodeCount over readable nodes (the /nodes rule): bob reads worker-1 only."""
     everything = body(client, "root", "/cluster/capacity")

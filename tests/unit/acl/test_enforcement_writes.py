@@ -1,4 +1,4 @@
-"""ACL on writes (reference §1.4, §7.2) with the headers provider and a fake engine writer: 403 ACL002 on
+"""ACL on writes (docs/acl.md) with the headers provider and a fake engine writer: 403 ACL002 on
 every target type with ``resource``/``permission``, OPS001 before ACL002, creates on ``<type>:*``, task
 writes through the parent service, unknown ids on ``<type>:<id>``, Allow/Accept-Patch per caller, /swarm
 join tokens, and /auth/whoami and /profile in modes none and headers."""

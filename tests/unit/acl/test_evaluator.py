@@ -1,4 +1,4 @@
-"""The evaluator (reference §7.2) on the unit-test cluster: stack ``shop`` (services ``shop_web_api`` and
+"""The evaluator (docs/acl.md) on the unit-test cluster: stack ``shop`` (services ``shop_web_api`` and
 ``shop_db`` with their config, secret, network, volume), the global ``monitor`` outside any stack, their
 tasks, three nodes (``manager-1``, ``worker-1``, ``worker-2``) and unlabelled objects."""
 

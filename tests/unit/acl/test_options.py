@@ -47,7 +47,7 @@ def test_options_allow_is_the_callers_and_equals_gets(lab: tuple[Harness, Record
 def test_options_never_advertises_what_the_caller_may_not_do(lab: tuple[Harness, RecordingWriter]) -> None:
     client = lab[0].app.test_client()
     assert client.options(f"/services/{SVC_WEB}", headers=as_user("alice")).headers["Allow"] == "GET, HEAD"
-    detail = client.options(f"/services/{SVC_WEB}", headers=as_user("bob"))   # the family's (issue 17 §1)
+    detail = client.options(f"/services/{SVC_WEB}", headers=as_user("bob"))   # the family's (docs/writes.md)
     assert detail.headers["Allow"] == "GET, HEAD, POST, PUT, PATCH, DELETE" and detail.headers["Accept-Patch"]
     scale = f"/services/{SVC_WEB}/scale"          # a write-only URL: nothing for a reader
     assert client.options(scale, headers=as_user("alice")).headers["Allow"] == ""

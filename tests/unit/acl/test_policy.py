@@ -1,4 +1,4 @@
-"""Policy validation (every refusal of reference §7.1), the three formats, and provider grants (§7.3)."""
+"""Policy validation (every refusal), the three formats, and provider grants (docs/acl.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Where the policy comes from (reference §6 acl.policy / acl.policy_file, §7.1 formats, §7.2 hot reload):
+"""Where the policy comes from (``acl.policy`` / ``acl.policy_file``, formats, hot reload: docs/acl.md):
 start-up refusals, inline wins, and the file watcher with a real temporary file (reload, invalid and
 deleted files keep the old policy, debounce), in bounded gevent waits."""
 

@@ -48,7 +48,7 @@ def test_spiffe_uri_wins_over_email_and_cn() -> None:
     assert identity.email == "deployer@example.com"
     assert identity.groups == ("platform",)
     assert identity.provider == "cert"
-    assert not identity.anonymous and identity.grants == ()   # cert: policy only (reference §7.3)
+    assert not identity.anonymous and identity.grants == ()   # cert: policy only (docs/auth.md)
 
 
 def test_email_san_is_the_subject_without_spiffe_and_every_ou_is_a_group() -> None:

@@ -1,4 +1,4 @@
-"""Late and reordered engine answers (issue 8 §1): tokens, Version.Index, tombstones and listing scopes.
+"""Late and reordered engine answers (docs/cache-exactness.md): tokens, Version.Index, tombstones and listing scopes.
 
 Each test replays an interleaving the watcher can produce (an engine call starts, takes its token, and
 answers after other answers were applied) directly on the cache, so the outcome does not depend on timing.
@@ -36,7 +36,7 @@ def web_tasks(state: str, version: int) -> list[dict]:  # type: ignore[type-arg]
 
 # --------------------------------------------------------------------------- inspects
 def test_update_then_slow_inspect_then_remove_does_not_resurrect(synced_cache: Cache) -> None:
-    """Issue 8 §1: an update event whose inspect is slow, then a remove: the late answer must not win."""
+    """An update event whose inspect is slow, then a remove: the late answer must not win."""
     cache, start = synced_cache, synced_cache.history.last_seq
     slow_token = cache.write_token()                                     # update event: inspect starts
     slow_answer = o.service(o.SVC_MONITOR, "monitor", replicas=None, version=21)
@@ -126,7 +126,7 @@ def test_a_removed_object_can_come_back_through_an_answer_that_started_after_the
 
 # --------------------------------------------------------------------------- listings
 def test_an_older_task_listing_after_a_newer_one_is_not_applied(synced_cache: Cache) -> None:
-    """Issue 8 §1: task states must not go backwards, unchanged tasks must not be removed and re-created."""
+    """Task states must not go backwards, unchanged tasks must not be removed and re-created."""
     cache = synced_cache
     old_token = cache.write_token()                       # a full sync lists tasks...
     old_listing = o.cluster()[K.TASK]
@@ -281,7 +281,7 @@ def test_a_re_created_object_clears_its_tombstone(synced_cache: Cache) -> None:
 
 # --------------------------------------------------------------------------- freshness
 def test_contact_does_not_make_the_cache_live() -> None:
-    """Issue 8 §1: an inspect during backoff must not flip Cache-Freshness back to live."""
+    """An inspect during backoff must not flip Cache-Freshness back to live."""
     cache = Cache()
     cache.replace_all(o.cluster(), cache.write_token())
     assert not cache.freshness.connected

@@ -1,4 +1,4 @@
-"""History bounded in bytes as well as in records (issue 8 §1), and the size estimates behind it."""
+"""History bounded in bytes as well as in records (docs/cache-exactness.md), and the size estimates behind it."""
 
 from __future__ import annotations
 

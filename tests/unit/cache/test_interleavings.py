@@ -1,4 +1,4 @@
-"""Seeded interleavings of engine changes and late, reordered answers (issue 8 §1), on the cache alone.
+"""Seeded interleavings of engine changes and late, reordered answers (docs/cache-exactness.md), on the cache alone.
 
 A model engine changes services (versioned), tasks (versioned) and volumes (unversioned, names reused).
 Every change queues an inspect, as an event would; task and volume listings run too. Each engine call takes

@@ -1,4 +1,4 @@
-"""ref_changed records (issue 8 §1): one per object whose representation a write changed through another
+"""ref_changed records (docs/cache-exactness.md): one per object whose representation a write changed through another
 object, after the causing changes, never for an object the write changed itself."""
 
 from __future__ import annotations

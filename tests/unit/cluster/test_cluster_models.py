@@ -1,4 +1,4 @@
-"""app.cluster over a small synthetic cache: overview counts (reference §4.3), capacity per node and in
+"""app.cluster over a small synthetic cache: overview counts, capacity per node and in
 total, and stack summaries."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DockerEngine (issue 8 §1/§4): every call has a timeout and a timeout is EngineUnavailable; task listings are
+"""DockerEngine (docs/resilience.md): every call has a timeout and a timeout is EngineUnavailable; task listings are
 decoded element by element (same result as json.loads) and refuse malformed bodies."""
 
 from __future__ import annotations

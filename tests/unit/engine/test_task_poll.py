@@ -1,4 +1,4 @@
-"""TaskPoller with fakes (issue 8 §4): which services are listed for which signals, follow-ups, the engine's
+"""TaskPoller with fakes (docs/responsiveness.md): which services are listed for which signals, follow-ups, the engine's
 task counts, the full sweep, the write tokens passed to the cache, failures, and listings never decoded
 on the hub."""
 
@@ -144,7 +144,7 @@ def test_a_hinted_service_is_listed_again_at_each_follow_up(poller: TaskPoller, 
 def test_the_counts_wait_30x_their_cost_and_60x_when_nothing_changed(cache: Cache, lister: Lister,
                                                                      clock: Clock) -> None:
     """On a large engine the counts cost ~56 ms of its CPU: at most 1/30 of the time goes to them, 1/60 on
-    an idle cluster (the issue's idle-CPU target for the engine)."""
+    an idle cluster (the idle-CPU target for the engine)."""
     original = lister.service_counts
 
     def costly() -> dict[str, tuple[int, int, int]]:

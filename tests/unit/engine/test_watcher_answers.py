@@ -1,7 +1,7 @@
 """Watcher against a FakeEngine whose answers are made late: one inspect in flight per object, retried
 inspects, tokens that keep late answers from moving the cache backwards, serialised syncs, an event
 stream read during syncs into a bounded buffer, silent-stream detection, supervised loops and the
-freshness rule (issue 8 §1)."""
+freshness rule (docs/cache-exactness.md)."""
 
 from __future__ import annotations
 

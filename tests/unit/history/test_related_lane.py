@@ -1,5 +1,5 @@
-"""Related changes (``ref_changed``) keep a lane of their own in the ring (issue 17): a flood of them never
-evicts a change of an object; readers still see one sequence; a replay that would miss one resyncs."""
+"""Related changes (``ref_changed``) keep a lane of their own in the ring (docs/history-and-feeds.md): a flood
+of them never evicts a change of an object; readers still see one sequence; a replay that would miss one resyncs."""
 
 from __future__ import annotations
 

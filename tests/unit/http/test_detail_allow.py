@@ -1,4 +1,4 @@
-"""``Allow`` / ``Accept-Patch`` on a detail (issue 17 §1, reference §3): GET and HEAD plus the write methods
+"""``Allow`` / ``Accept-Patch`` on a detail (docs/writes.md): GET and HEAD plus the write methods
 of the object's whole family (its own URL and its sub-resources), each gated by the operations level and the
 caller's ACL; sub-resources keep their own; OPTIONS says what GET says; the detail's Allow matches what the
 writes it names actually do (a method it lists is let through, one it leaves out is refused)."""
@@ -16,7 +16,7 @@ from tests.unit.objects import CFG_SHOP, NET_SHOP, NODE_MANAGER, NODE_WORKER, SE
 from tests.unit.support import Harness
 
 BOTH = f"{JSON_PATCH}, {MERGE_PATCH}"
-# url → {level: (Allow, Accept-Patch)}: reference §3 with the table's tiers (node labels 2, task removal 1)
+# url → {level: (Allow, Accept-Patch)}: docs/writes.md with the table's tiers (node labels 2, task removal 1)
 EXPECTED: dict[str, dict[int, tuple[str, str | None]]] = {
     f"/services/{SVC_WEB}": {0: ("GET, HEAD", None), 1: ("GET, HEAD, POST, PUT", None),
                              2: ("GET, HEAD, POST, PUT, PATCH", BOTH),

@@ -1,4 +1,4 @@
-"""The error registry is the complete catalogue of reference.md §5, and /api/errors serves all of it."""
+"""The error registry is the complete error catalogue (docs/read-api.md), and /api/errors serves all of it."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from app.errors import REGISTRY
 
 PROBLEM = "application/problem+json"
 
-# reference.md §5 "Error-code catalogue", transcribed row by row (code → status), in the table's order.
+# The error-code catalogue, row by row (code → status), in its order.
 CATALOGUE: dict[str, int] = {
     # API
     "API001": 406, "API002": 406, "API003": 406, "API004": 415, "API005": 500, "API006": 400,
@@ -62,7 +62,7 @@ CATALOGUE: dict[str, int] = {
     "SEC001": 409, "SEC002": 404, "SEC003": 409, "SEC004": 400, "SEC005": 409,
 }
 
-# This project's own additions beyond the reference table (never renumbered, never removed).
+# Codes added later (never renumbered, never removed).
 OWN_ADDITIONS: dict[str, int] = {"API012": 400, "API013": 503, "API014": 413, "FLT004": 400, "FLT005": 400,
                                  "FLT006": 400, "SSE002": 400, "SWM012": 409, "TSK003": 409, "VOL003": 400,
                                  "NET003": 409, "NET004": 400,
@@ -70,7 +70,7 @@ OWN_ADDITIONS: dict[str, int] = {"API012": 400, "API013": 503, "API014": 413, "F
                                  "API018": 400, "API019": 400, "API020": 422, "API021": 409, "ENG005": 504,
                                  "SSE003": 403}
 
-# interface.md "Errors": the domain prefixes; reference.md §5 lists them in this order.
+# The domain prefixes, in the catalogue's order.
 PREFIXES = ("API", "AUT", "ACL", "OPS", "FLT", "SEA", "MTR", "LOG", "SSE", "ENG", "SWM", "PLG", "NOD", "SVC",
             "TSK", "STK", "VOL", "NET", "CFG", "SEC")
 INTERFACE_PREFIXES = {"API", "AUT", "OPS", "FLT", "SEA", "MTR", "LOG", "ACL", "SSE", "ENG", "SWM", "PLG", "NOD",
@@ -127,7 +127,7 @@ def test_every_code_is_well_formed_with_a_known_prefix(code: str) -> None:
 def test_rows_are_grouped_by_prefix_in_the_reference_order() -> None:
     prefixes = [code[:3] for code in REGISTRY]
     groups = [p for i, p in enumerate(prefixes) if i == 0 or prefixes[i - 1] != p]
-    assert groups == list(PREFIXES), "each prefix must form one block, in the order of reference.md §5"
+    assert groups == list(PREFIXES), "each prefix must form one block, in the catalogue's order"
     for prefix in PREFIXES:
         numbers = [int(code[3:]) for code in REGISTRY if code.startswith(prefix)]
         assert numbers == sorted(numbers), prefix

@@ -1,5 +1,5 @@
-"""JSON Feed URLs are absolute (issue 17): on ``server.external_url``, else the request's scheme and host,
-forwarding headers believed from trusted proxies only (``app.http.links.external_origin``)."""
+"""JSON Feed URLs are absolute (docs/history-and-feeds.md): on ``server.external_url``, else the request's
+scheme and host, forwarding headers believed from trusted proxies only (``app.http.links.external_origin``)."""
 
 from __future__ import annotations
 

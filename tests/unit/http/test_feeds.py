@@ -169,13 +169,13 @@ def test_the_html_shell_links_both_feeds_and_they_answer(client: FlaskClient, pa
 
 
 def test_one_record_has_a_different_entry_id_in_every_feed(client: FlaskClient) -> None:
-    """newsboat keys articles by id across subscriptions: a shared id hid the per-service feed (issue 17)."""
+    """newsboat keys articles by id across subscriptions: a shared id hid the per-service feed."""
     feeds = ("/history.atom", "/services.atom", f"/services/{o.SVC_WEB}.atom", "/history.atom?type=service",
              "/events.atom")
     ids = {path: {e.id.rsplit("-", 1)[1]: e.id for e in _atom(client, path + ("&" if "?" in path else "?")
                                                                  + "limit=200").entries} for path in feeds}
     record = next(iter(ids[f"/services/{o.SVC_WEB}.atom"]))
-    assert ids["/history.atom"][record].startswith("urn:service:history:")    # the reference's form
+    assert ids["/history.atom"][record].startswith("urn:service:history:")    # the documented form
     per_feed = [ids[path][record] for path in feeds]
     assert len(set(per_feed)) == len(feeds), per_feed
     assert ids["/services.atom"][record].startswith("urn:service:feed:/services#")

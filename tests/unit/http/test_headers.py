@@ -40,7 +40,7 @@ def links(response: TestResponse) -> dict[str, str]:
 def test_json_responses_carry_a_sha256_etag_of_the_body(client: FlaskClient, path: str) -> None:
     response = client.get(path)
     assert response.status_code == 200
-    digest = hashlib.sha256(response.get_data()).hexdigest()   # full, per variant (issue 8 §3)
+    digest = hashlib.sha256(response.get_data()).hexdigest()   # full, per variant
     suffix = "" if response.mimetype == "application/json" else "-" + response.mimetype.partition("/")[2]
     assert response.headers["ETag"] == f'"{digest}{suffix}"'
 

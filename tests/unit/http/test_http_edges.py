@@ -1,4 +1,4 @@
-"""Issue 8 §3, HTTP edges (each red on the main before it): Last-Modified after a cross-reference
+"""HTTP edges (docs/read-api.md; each red on the main before it): Last-Modified after a cross-reference
 change, an ETag per negotiated variant (full SHA-256), If-Range, exact names over format extensions,
 bounded metrics labels, and redirects that never use the client's Host."""
 

@@ -1,4 +1,4 @@
-"""``If-Range`` on lists (issue 17 §4, RFC 9110 §13.1.5): the validator is the selected representation's,
+"""``If-Range`` on lists (docs/read-api.md, RFC 9110 §13.1.5): the validator is the selected representation's,
 the ETag of the list without ``Range``; ``app.http.conditional.ranged_or_full`` decides."""
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def test_browsers_get_the_dashboard_shell(client: FlaskClient, path: str, accept
 
 
 def test_the_api_document_answers_browsers_with_html(client: FlaskClient) -> None:
-    """Reference §1.1: GET /api with text/html serves the interactive explorer (an HTML page)."""
+    """GET /api with text/html serves the interactive explorer (an HTML page)."""
     response = get(client, API, "text/html")
     assert response.status_code == 200, response.get_data(as_text=True)
     assert response.mimetype == "text/html"

@@ -142,7 +142,7 @@ def test_the_document_follows_the_base_path(fake_engine) -> None:  # type: ignor
     assert client.get("/api").status_code == 404
 
 
-# --------------------------------------------------------------------------- generators (issue 17 §4)
+# --------------------------------------------------------------------------- generators (docs/api-documents.md)
 def component_validator(document: dict[str, Any], name: str) -> Draft202012Validator:
     """A JSON Schema 2020-12 validator (OpenAPI 3.1's dialect) of one component, its $refs resolvable."""
     schema = {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
@@ -189,7 +189,7 @@ def test_separate_keywords_moves_only_colliding_keywords() -> None:
     assert "unevaluatedProperties" not in open_schema
 
 
-# --------------------------------------------------------------------------- parameters as parsed (issue 17 §4)
+# --------------------------------------------------------------------------- parameters as parsed
 _BLANKS = "".join(chr(c) for c in range(0x3001) if chr(c).isspace()) + "\ufeff"
 
 

@@ -43,8 +43,8 @@ def problem(response: TestResponse, status: int) -> dict:  # type: ignore[type-a
 # --------------------------------------------------------------------------- 404 on a detail
 @pytest.mark.parametrize("kind", list(ResourceKind))
 def test_a_missing_detail_is_a_generic_404(client: FlaskClient, kind: ResourceKind) -> None:
-    """The interface's "Resource missing | 404 | about:blank generic" wins over the reference's
-    per-kind codes (a spot the reference marks "Found:")."""
+    """Choice: a missing detail is the generic ``about:blank`` 404, not a per-kind code
+    (docs/read-api.md)."""
     path = f"{kind.spec.path}/does-not-exist"
     body = problem(client.get(path, headers={"Request-Id": "p-404"}), 404)
     assert body["type"] == "about:blank"

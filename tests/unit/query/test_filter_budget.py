@@ -1,4 +1,4 @@
-"""The per-request cost budget of list work (app.query.budget, app.query.listing), issue 8 §2: filter work
+"""The per-request cost budget of list work (app.query.budget, app.query.listing), docs/filter-cost.md: filter work
 runs in slices, other greenlets (and the sockets they wait on) are served between slices, and a filter over
 budget is the 400 problem FLT006 instead of a stalled worker."""
 

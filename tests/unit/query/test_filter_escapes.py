@@ -1,5 +1,5 @@
 """CEL string escapes exactly as the CEL language definition (google/cel-spec doc/langdef.md, "String and
-Bytes Values"), issue 8 §3: every escape it lists decodes, anything else after a backslash is FLT002 at the
+Bytes Values"): every escape it lists decodes, anything else after a backslash is FLT002 at the
 backslash, and raw strings are taken as written.
 
 celpy's lexer accepts any character after a backslash and its decoder keeps unknown escapes (``"\\d"`` stayed

@@ -1,4 +1,4 @@
-"""List parameters (reference §3.1): limit/offset leniency, the Range form, sort, dir and search."""
+"""List parameters (docs/read-api.md): limit/offset leniency, the Range form, sort, dir and search."""
 
 from __future__ import annotations
 
@@ -305,7 +305,7 @@ def test_range_applies_to_the_filtered_collection(client: FlaskClient) -> None:
     assert beyond.headers["Content-Range"] == "items */4"
 
 
-# --------------------------------------------------------------------------- client integers (issue 8 §3)
+# --------------------------------------------------------------------------- client integers
 BIG = "9" * 4400   # past Python's int-conversion limit (4,300 digits): int() raises, a 500 before
 
 

@@ -1,5 +1,5 @@
 """RE2 programs for matches(): compiled under a memory budget, cached by pattern, bounded in count and bytes
-(app.query.regex_cache, app.query.lru); a pattern RE2 refuses for its size is FLT006, fast (issue 8 §2)."""
+(app.query.regex_cache, app.query.lru); a pattern RE2 refuses for its size is FLT006, fast (docs/filter-cost.md)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ TASK: Mapping[str, str | int] = {
     "id": "t1", "state": "running", "desired_state": "running", "image": "nginx:1.27", "exit_code": 0,
     "error": "", "service": "web", "node": "n1", "slot": 3,
 }
-# The shape of the issue's 132-character filter: every item compiles its own \pL{400} program, which took
-# about 280 ms each with RE2's default 8 MiB budget (30 s on the hub until gunicorn killed the worker).
+# The shape of a 132-character filter that once stalled the worker: every item compiles its own \pL{400} program, which
+# took about 280 ms each with RE2's default 8 MiB budget (30 s on the hub until gunicorn killed the worker).
 DYNAMIC_HEAVY = ('id.matches(id + "\\\\pL{400}") || image.matches(image + "\\\\pL{400}") || '
                  'error.matches(node + "\\\\pL{400}")')
 
@@ -179,7 +179,7 @@ def test_33_distinct_heavy_filters_stay_within_the_cache_bounds() -> None:
             predicate({**TASK, "id": f"task-{index}-{n}" * 3})
         refused = " || ".join(f'id.matches("\\\\pL{{400}}{index}x{i}")' for i in range(14))
         assert len(refused) <= 512
-        with pytest.raises(ProblemError) as caught:  # the issue's kind: refused, never built
+        with pytest.raises(ProblemError) as caught:  # that kind: refused, never built
             compile_filter(refused, ResourceKind.TASK)
         assert caught.value.code == "FLT006"
         filters, programs = filter_cache_stats(), regex_cache.CACHE.stats()

@@ -1,4 +1,4 @@
-"""The SSE configuration keys: server.sse.keepalive (an issue-9 key) beside server.sse.batch_interval."""
+"""The SSE configuration keys: server.sse.keepalive beside server.sse.batch_interval."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The swarm engine: settings patches (recognised fields, zero = unchanged), versioned updates with their
-rotation flags, refusals, and how engine failures become the reference's codes."""
+rotation flags, refusals, and how engine failures become the codes of docs/swarm-and-plugins.md."""
 
 from __future__ import annotations
 

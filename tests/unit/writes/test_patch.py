@@ -1,5 +1,5 @@
 """Patch documents: RFC 7396 merge patch (the RFC's appendix A examples), RFC 6902 JSON Patch through
-jsonpatch, and the reference's string-map form with its error codes."""
+jsonpatch, and the relaxed string-map form with its error codes."""
 
 from __future__ import annotations
 

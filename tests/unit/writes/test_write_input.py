@@ -1,4 +1,4 @@
-"""Write semantics and bad input with a fake engine writer (issue: writes that cannot hurt the cluster or lie):
+"""Write semantics and bad input with a fake engine writer (writes cannot hurt the cluster or lie, docs/safety.md):
 reserved ``com.docker.stack.*`` labels (API017, and stack write for creates), ``If-Match`` judged by the
 object it writes (a tag survives task changes, not a spec change; API016 for a malformed header), deeply
 nested bodies (API015) and env names with NUL (API006) refused before any engine call."""
