@@ -1,4 +1,4 @@
-"""The one evaluator every enforcement point asks (reference §7.2): may this identity read/write this?
+"""The one evaluator every enforcement point asks (docs/acl.md, Evaluation): may this identity read/write this?
 
 An :class:`Access` is made once per request for one identity (:func:`access_for`): it keeps only the grants
 whose audience matches, compiled per permission and resource type into one regular expression, and it
@@ -41,7 +41,7 @@ class Access:
 
     @property
     def has_grants(self) -> bool:
-        """Cluster-wide reads need at least one grant (reference §1.2)."""
+        """Cluster-wide reads need at least one grant (docs/acl.md, Enforcement)."""
         return self.unrestricted or bool(self.grants)
 
     def allows(self, permission: str, resource_type: str, name: str) -> bool:

@@ -1,4 +1,4 @@
-"""The authorization policy model (reference §7.1): grants of (resources, audience, permissions).
+"""The authorization policy model (docs/acl.md, Format): grants of (resources, audience, permissions).
 
 Grants only add: every grant that matches an identity is unioned, there are no deny rules. A resource is
 ``<type>:<glob>`` or ``*``; globs are path-style (``*``, ``?``, ``[...]``, matched against the whole name).
@@ -156,7 +156,7 @@ def provider_grants(values: Iterable[ProviderGrant]) -> tuple[Grant, ...]:
 
 
 def parse_provider_grants(value: Any) -> tuple[ProviderGrant, ...]:
-    """Per-user grants a provider supplies (reference §7.3): a JSON array, as text (a proxy header, a claim
+    """Per-user grants a provider supplies (docs/acl.md): a JSON array, as text (a proxy header, a claim
     holding a string) or already decoded (an OIDC claim), of ``{"resources": [...], "permissions": [...]}``.
     Invalid entries are dropped one by one (a bad resource or permission drops its whole entry); anything
     that is not an array gives no grants. Never raises."""

@@ -3,7 +3,7 @@
 A readable service or task's engine JSON names other objects: the configs, secrets, volumes and networks
 its container spec uses, and (tasks) a full copy of every network it is attached to. The read paths pass
 that JSON through, so without this step a reader of stack ``ops`` would read the name and stack label of
-the ``demo_frontend`` network its tasks join. Rules (reference §7.2, "nothing a user may not read appears"):
+the ``demo_frontend`` network its tasks join. Rules (nothing a user may not read appears in what it reads; docs/acl.md):
 
 - ``ContainerSpec.Configs[]`` / ``Secrets[]`` of an unreadable config/secret: ``ConfigName`` /
   ``SecretName`` → null, and ``File.Name`` → null when it contains that name (a secret's default target

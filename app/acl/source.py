@@ -1,13 +1,13 @@
 """Where the policy comes from: inline config (``acl.policy``, wins) or a file (``acl.policy_file``).
 
-Both are JSON, YAML or TOML (reference §7.1): a file by its extension (``.json``, ``.yaml``/``.yml``,
+Both are JSON, YAML or TOML (docs/acl.md, Formats): a file by its extension (``.json``, ``.yaml``/``.yml``,
 ``.toml``), anything else (the inline text, a file without one of those extensions) by trying JSON, then
 TOML, then YAML. An invalid inline policy, or an invalid or unreadable file, fails the start
 (:class:`~app.config.ConfigError`, which ``gunicorn.conf.py`` and ``shoal`` turn into one line and status 2;
 the master calls :func:`check_policy` right after ``load_settings``, so it fails before any worker starts;
 ``app.config`` itself knows nothing of policies, as it imports nothing above it).
 
-The file is hot-reloaded (§7.2): a greenlet polls its (mtime, size, inode) every 200 ms and reloads once the
+The file is hot-reloaded (docs/acl.md): a greenlet polls its (mtime, size, inode) every 200 ms and reloads once the
 signature has stayed the same across two polls (the debounce: a file being written is not read half-way;
 an editor's write-then-rename shows as a new inode). The new policy replaces the old one in one assignment,
 so a request sees either the old or the new policy, never a mix. An invalid new file, or a deleted one,

@@ -7,9 +7,9 @@ it. A client without a certificate completes the handshake and gets a 401 ``AUT0
 (``CERT_REQUIRED`` would close the connection with no HTTP answer at all, and would lock probes out of
 ``/-/health``). There is no standard ``WWW-Authenticate`` scheme for mTLS, so the 401 carries none.
 
-Mapping (reference §6): subject = the first ``spiffe://`` URI SAN, else the first email SAN, else the
+Mapping (docs/auth.md, cert): subject = the first ``spiffe://`` URI SAN, else the first email SAN, else the
 subject CN; display name = CN (else the subject); email = the first email SAN; groups = the subject's
-OU values in order. Provider grants: none (reference §7.3, "cert: policy only"). ``raw`` holds the subject
+OU values in order. Provider grants: none (a certificate carries none: policy only). ``raw`` holds the subject
 and issuer DNs, the serial and notAfter: names and dates only, never key material.
 
 The certificate is read from the WSGI environ's client socket (``gunicorn.socket`` under gunicorn's

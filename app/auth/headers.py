@@ -1,4 +1,4 @@
-"""Mode ``headers``: the identity a trusted reverse proxy puts in request headers (reference §6 "Modes").
+"""Mode ``headers``: the identity a trusted reverse proxy puts in request headers (docs/auth.md, headers).
 
 Anyone can send ``X-Forwarded-User``; what makes the header worth believing is who sent it. A request is
 believed only when its TCP peer (the WSGI ``REMOTE_ADDR``: under gunicorn the socket's peer, never a
@@ -38,7 +38,7 @@ from app.config import ConfigError, Settings
 log = logging.getLogger(__name__)
 
 CHALLENGE = 'Proxy realm="shoal"'
-MAX_SUBJECT = 256          # reference §6: the subject header holds at most 256 characters
+MAX_SUBJECT = 256          # the subject header holds at most 256 characters
 MAX_VALUE = 1024           # name, email, one group: longer values are dropped, not truncated
 MAX_FORWARDED_HOPS = 32    # X-Forwarded-For entries looked at (logging only)
 
@@ -75,7 +75,7 @@ def parse_groups(text: str | None) -> tuple[str, ...]:
 
 
 def parse_grants(value: str | None, header: str) -> tuple[ProviderGrant, ...]:
-    """The provider grants header (reference §7.3): a JSON array of ``{resources, permissions}``, decoded
+    """The provider grants header (docs/acl.md, Provider grants): a JSON array of ``{resources, permissions}``, decoded
     by the policy's own grammar (invalid entries dropped one by one). A value that is not a JSON array
     gives no grants and a warning that names the header, never the value."""
     if value is None or not value.strip(OWS):

@@ -16,7 +16,7 @@ from typing import Any
 @dataclass(frozen=True, slots=True)
 class ProviderGrant:
     """A per-user grant a provider supplies (an OIDC claim, a proxy header): audience-less, unioned with
-    the policy's grants for this identity only (reference §7.3)."""
+    the policy's grants for this identity only (docs/acl.md, Provider grants)."""
 
     resources: tuple[str, ...]
     permissions: frozenset[str]
@@ -34,7 +34,7 @@ class Identity:
     anonymous: bool = False
 
     def document(self) -> dict[str, Any]:
-        """The ``Identity`` members of ``/auth/whoami`` (reference §4.4), without the JSON-LD envelope."""
+        """The ``Identity`` members of ``/auth/whoami`` (docs/auth.md), without the JSON-LD envelope."""
         body: dict[str, Any] = {"subject": self.subject, "displayName": self.display_name,
                                 "provider": self.provider}
         if self.email:

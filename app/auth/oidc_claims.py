@@ -40,7 +40,7 @@ def groups_of(claims: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def grants_of(claims: Mapping[str, Any], claim: str | None) -> tuple[ProviderGrant, ...]:
-    """Provider grants (reference §7.3) from ``claim``: a JSON array of ``{resources, permissions}`` (a JSON
+    """Provider grants (docs/acl.md) from ``claim``: a JSON array of ``{resources, permissions}`` (a JSON
     value, or a string holding JSON), decoded by the policy's own grammar (invalid entries dropped); at
     most :data:`MAX_GRANTS` kept, so the session cookie stays small."""
     if not claim or claim not in claims:

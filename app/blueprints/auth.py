@@ -1,4 +1,4 @@
-"""``/auth/whoami`` and ``/profile`` (reference §1.1, §4.4): who the caller is and what it may do.
+"""``/auth/whoami`` and ``/profile`` (docs/auth.md): who the caller is and what it may do.
 
 ``/auth/whoami`` is under ``/auth/``, which the authentication hook bypasses (so login flows work without a
 session); it authenticates itself with :func:`~app.http.auth.authenticate_now` and answers 401 ``AUT001``

@@ -1,7 +1,7 @@
-"""Cluster-wide reads: ``/cluster`` (overview, reference §4.3), ``/cluster/capacity``, ``/disk-usage`` and
+"""Cluster-wide reads: ``/cluster`` (overview), ``/cluster/capacity``, ``/disk-usage`` and
 ``/stacks/summary``. Computed from the cache by ``app.cluster``, except disk usage, which asks the engine
-(``app.engine.system``). With an ACL policy each needs the caller to hold at least one grant (reference
-§1.2); ``/stacks/summary`` lists only readable stacks and ``/cluster/capacity`` only readable nodes (rows
+(``app.engine.system``). With an ACL policy each needs the caller to hold at least one grant
+(docs/acl.md); ``/stacks/summary`` lists only readable stacks and ``/cluster/capacity`` only readable nodes (rows
 and totals); the overview stays cluster-wide counts (no names; ``localNodeID`` only when that node is
 readable).
 ``/stacks/summary`` is a static rule and werkzeug ranks static rules before

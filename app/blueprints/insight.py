@@ -1,5 +1,6 @@
-"""``/search`` (grouped search, reference §3.2/§4.6) and ``/recommendations`` (findings, §4.7), each as
-JSON-LD and as feeds. The work is in ``app.http.search`` and ``app.http.recommendations``."""
+"""``/search`` (grouped search) and ``/recommendations`` (findings), each as
+JSON-LD and as feeds. The work is in ``app.http.search`` and ``app.http.recommendations``
+(docs/search-and-recommendations.md)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """``/metrics`` (Prometheus proxy: JSON or a live SSE stream), ``/metrics/status``, ``/metrics/labels``,
-``/metrics/labels/{name}`` and ``/cluster/metrics`` (reference §1.2, §3.6, §4.9). The work is in
+``/metrics/labels/{name}`` and ``/cluster/metrics`` (docs/metrics.md). The work is in
 ``app.http.metrics`` and ``app.metrics``.
 
 The whole blueprint is exempt from the admission gate: its views wait on Prometheus (up to 30 s), and
 holding the gate through that round-trip would stall every other reader for nothing. With an ACL policy
-every view (and the live stream) needs the caller to hold at least one grant (reference §1.2).
+every view (and the live stream) needs the caller to hold at least one grant (docs/acl.md).
 """
 
 from __future__ import annotations

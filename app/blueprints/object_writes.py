@@ -255,7 +255,7 @@ class Volume(MethodView):
 class StackName(UnicodeConverter):
     """A stack name in a write URL, never the reserved ``summary``: ``/stacks/summary`` is the summary
     collection (GET only), so ``DELETE /stacks/summary`` must not match this rule and remove a stack called
-    "summary" (issue 17). With the rule out of the match, werkzeug answers 405 with the summary's own
+    "summary" (docs/writes-objects.md). With the rule out of the match, werkzeug answers 405 with the summary's own
     methods (GET, HEAD, OPTIONS). A stack really named "summary" cannot be removed through this URL: remove
     its services (``DELETE /services/{id}``) or use ``docker stack rm``."""
 

@@ -1,4 +1,4 @@
-"""``/auth/login``, ``/auth/callback`` and ``POST /auth/logout`` (reference §1.1), thin views over
+"""``/auth/login``, ``/auth/callback`` and ``POST /auth/logout`` (docs/auth.md, oidc), thin views over
 :class:`app.auth.oidc.OidcProvider`.
 
 Registered in every mode, so the OpenAPI document (one document whatever the mode) describes them; in a

@@ -1,5 +1,5 @@
-"""``/plugins`` (alias ``/swarm/plugins``) and ``/plugins/{name}``: the engine's managed plugins (reference
-§1.2, §4.2), and their gated writes (§1.4, §2.2): enable/disable and settings at tier 2; privileges of a
+"""``/plugins`` (alias ``/swarm/plugins``) and ``/plugins/{name}``: the engine's managed plugins
+(docs/swarm-and-plugins.md), and their gated writes: enable/disable and settings at tier 2; privileges of a
 remote, install, upgrade and removal at tier 3.
 
 Thin views over :mod:`app.engine.plugins`. Plugins are per engine and not cached, so every view waits on
@@ -60,7 +60,7 @@ def detail(plugin: Raw, *, status: int = 200) -> Response:
 
 
 def collection() -> Response:
-    """Every plugin the caller may read (``plugin:<Name>``; reference §1.2: filtered, no grant needed)."""
+    """Every plugin the caller may read (``plugin:<Name>``: filtered, no grant needed)."""
     base, access = respond.base_path(), current_access()
     items = [{"@id": base + plugin_path(p), "@type": "Plugin", **p} for p in plugin_engine().all()
              if access.allows("read", "plugin", str(p.get("Name") or p.get("Id") or ""))]
@@ -211,7 +211,7 @@ class Settings(MethodView):
         op = writes.begin("update_plugin_settings")
         if (request.mimetype or "").lower() == MERGE_PATCH:
             body: Any = writes.patch_body(op)[1]
-        else:   # the reference: JSON, Content-Type not checked
+        else:   # JSON, Content-Type not checked
             body = writes.json_body()
         settings = writes.require_object(body)
         unknown = sorted(set(settings) - {"args", "env"})

@@ -26,8 +26,8 @@ from app.streams.scopes import kind_stream, object_stream
 
 
 def _lookup(kind: ResourceKind, object_id: str) -> Entry:
-    """A missing resource is the interface's generic 404 (``about:blank``); the reference's per-kind
-    codes (``SVC003``...) stay in the registry for write operations."""
+    """A missing resource is a generic 404 (``about:blank``); the per-kind codes
+    (``SVC003``...) stay in the registry for write operations."""
     entry = current_runtime().cache.get(kind, object_id)
     if entry is None:
         raise NotFound(f"No {kind.value} {object_id!r}.")

@@ -72,7 +72,7 @@ def _lookup(service_id: str) -> Entry:
 
 def _write(op: Operation, entry: Entry, sub: SubResource, value: Any, service_id: str) -> Response:
     """One versioned update with the checked value; the answer is the sub-resource read back (or the
-    service detail for mode / endpoint-mode, reference §2.2)."""
+    service detail for mode / endpoint-mode, docs/writes-services.md)."""
     path = f"/services/{service_id}/{sub.name}"
 
     def mutate(spec: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""The dashboard shell at ``/`` (the SPA itself is a later issue; the shell already links the feed)."""
+"""The dashboard shell at ``/`` (the SPA itself is not built yet; the shell already links the feed)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``/swarm``: the swarm object (reference §1.2, §4.2) and its gated writes (§1.4, §2.2): settings (merge
+"""``/swarm``: the swarm object and its gated writes (docs/swarm-and-plugins.md): settings (merge
 patches of orchestration, raft, dispatcher at tier 2; CA and encryption at tier 3), join-token, unlock-key and
 CA rotation, unlock, and reading the unlock key (a read gated as a tier-3 write).
 
@@ -38,7 +38,7 @@ _not_manager = errors(blp, 501, codes=_ENGINE_ERRORS)
 
 
 def swarm_engine() -> SwarmEngine:
-    """One per app, made on first use (inside the worker), with the reference's 5 s timeout."""
+    """One per app, made on first use (inside the worker), with a 5 s timeout (docs/swarm-and-plugins.md)."""
     return app_engine(ENGINE_KEY, SwarmEngine,
                       lambda settings: SwarmEngine(EngineCalls(settings.docker_host, settings.docker_api_version)))
 
@@ -61,7 +61,7 @@ def manager_addr() -> str | None:
 
 def may_see_tokens() -> bool:
     """Join tokens are shown to whoever may rotate them: operations level 3 and ACL write on
-    ``swarm:cluster`` (reference §1.2), both checked by ``write_refusal``."""
+    ``swarm:cluster``, both checked by ``write_refusal``."""
     return write_refusal(operation("rotate_swarm_token")) is None
 
 
@@ -71,7 +71,7 @@ class Swarm(MethodView):
     @errors(blp, 403, 501, 503, codes=_ENGINE_ERRORS)
     @negotiated()
     def get(self) -> Response:
-        require_grants()   # a cluster-wide read (reference §1.2)
+        require_grants()   # a cluster-wide read: at least one grant
         swarm = swarm_engine().inspect()
         if not may_see_tokens():
             tokens = swarm.get("JoinTokens")

@@ -1,9 +1,9 @@
-"""``/topology`` (reference §4.8): the logical and the physical graph as JGF (JSON, with JSON-LD
+"""``/topology`` (docs/topology.md): the logical and the physical graph as JGF (JSON, with JSON-LD
 members), GraphML or DOT (logical graph only), by Accept or extension (``app.http.graph_formats``). The
 legacy flat views ``/topology/networks`` and ``/topology/placement`` carry ``Deprecation: true`` and a
 ``successor-version`` link to ``/topology``. Graphs are built by ``app.topology``; only JSON bodies get an
 ETag (the shared layer validates JSON and feeds). With an ACL policy every view needs at least one grant
-(reference §1.2) and shows only readable services, nodes and tasks (``app.topology``).
+and shows only readable services, nodes and tasks (``app.topology``).
 """
 
 from __future__ import annotations
