@@ -12,7 +12,7 @@ frees frozen objects that are dropped later (a replaced cache entry), so the cac
 reference *cycle* among objects that were alive at a freeze and die afterwards is never reclaimed.
 Then ``malloc_trim(0)`` (glibc) hands the memory that the bulk write's temporary objects freed back to the
 system: a task listing is decoded in a pool thread, whose malloc arena otherwise keeps tens of MB of freed
-blocks resident (about 1 ms; RSS per task at 10,000 tasks is one of the issue's targets).
+blocks resident (about 1 ms; it keeps RSS per task low at 10,000 tasks, docs/responsiveness.md).
 
 ``bench/bench_heap.py`` measures both sides: a full collection at 10,000 tasks 128 ms → 0 ms, and 0 frozen
 garbage after 6,300 requests over ~1,600 connections with a freeze every second.

@@ -1,4 +1,4 @@
-"""The eight resource kinds and what the interface says about each: path, JSON-LD type, the fields a
+"""The eight resource kinds and what the API defines for each: path, JSON-LD type, the fields a
 filter expression may use and the fields a list may be sorted by.
 
 Everything that varies per kind is a row here, so the cache, the query pipeline, the blueprints and the

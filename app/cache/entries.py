@@ -74,8 +74,8 @@ def service_mode(raw: Mapping[str, Any]) -> str:
     return ""
 
 
-# Reference §3.1: running first, then new/preparing/starting/ready (in that order), then the rest
-# alphabetically (pending, assigned and accepted included: the reference lists exactly these four).
+# Task state order (docs/read-api.md): running first, then new/preparing/starting/ready (in that order),
+# then the rest alphabetically (pending, assigned and accepted included: only these four are ranked).
 _TASK_STATE_RANK = {"running": 0, "new": 1, "preparing": 2, "starting": 3, "ready": 4}
 
 
@@ -215,7 +215,7 @@ def _label_fields(labels: Any) -> list[str]:
 
 
 def search_text(kind: ResourceKind, raw: Raw, entry_id: str, name: str) -> str:
-    """What /search matches per kind (reference §3.2, plus ids): services on name, id, image and labels;
+    """What /search matches per kind (docs/search-and-recommendations.md): services on name, id, image and labels;
     tasks on id, image and container labels (their service's name is matched through the service); nodes
     on hostname, id, address and labels; stacks on name; the other kinds on name, id and labels. Labels
     count as ``key=value`` and as ``value``."""

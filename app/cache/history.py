@@ -13,7 +13,7 @@ latest) is counted for each, so the bound overestimates what the ring alone keep
 
 Related changes (``ref_changed``: a task or a referenced object of the record's object changed) keep a lane
 of their own, bounded to a quarter of both bounds (``RELATED_SHARE``), so a crash-looping service's flood of
-them never evicts a change of an object itself (issue 17): the changes of objects keep the whole
+them never evicts a change of an object itself (docs/history-and-feeds.md): the changes of objects keep the whole
 ``capacity`` and ``max_bytes``. Readers see one sequence: ``newest_first`` and ``since`` merge the lanes
 lazily by number. A replay (``since``) from before a related change that left its lane answers ``None``
 (resync), as for any record that left the ring: detail streams never miss one silently.

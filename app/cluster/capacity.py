@@ -1,7 +1,7 @@
 """``/cluster/capacity``: what the nodes offer, what their tasks reserve, and what is left.
 
-The reference's members (``maxNodeCPU``, ``maxNodeMemory``, ``totalCPU``, ``totalMemory``, ``nodeCount``;
-cores and bytes) plus, per the issue, ``reserved``/``available`` totals and a ``nodes`` list. A node's
+The capacity members (``maxNodeCPU``, ``maxNodeMemory``, ``totalCPU``, ``totalMemory``, ``nodeCount``;
+cores and bytes) plus ``reserved``/``available`` totals and a ``nodes`` list. A node's
 reservation is the sum of ``Spec.Resources.Reservations`` of its tasks that hold it (desired state
 ``running``, state assigned through running): what the scheduler counts. ``available`` is never negative
 (an over-committed node shows 0), and the total is the sum of the nodes' own. CPU in cores (3 decimals),

@@ -1,4 +1,4 @@
-"""``/cluster``: counts and health of the whole cluster (reference §4.3), one pass per kind over the cache.
+"""``/cluster``: counts and health of the whole cluster (docs/topology.md), one pass per kind over the cache.
 
 Cost grows with the cluster (10,000 tasks: see bench/bench_cluster.py); the task tally runs in parts of
 ``PART`` and gives the event loop a turn between two (``app.cooperate.pause``), so one request never holds

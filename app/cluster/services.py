@@ -45,7 +45,7 @@ def count_desired_running(cache: Cache, task_ids: Collection[str]) -> int:
 
 
 def is_converged(cache: Cache, entry: Entry) -> bool:
-    """Reference §4.3: global (and job) services count as converged; replicated ones when running ≥ desired."""
+    """Global (and job) services count as converged; replicated ones when running ≥ desired."""
     if not is_replicated(entry):
         return True
     return cache.running_tasks(entry.id) >= desired_tasks(cache, entry)

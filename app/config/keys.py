@@ -425,7 +425,7 @@ KEYS: tuple[Key, ...] = (
         _ranged_int(10, 10_000_000), _INT),
 )
 
-# Keys of the reference (§6) that this version recognises but does not implement (fnmatch patterns).
+# Documented keys that this version recognises but does not implement (fnmatch patterns).
 PENDING_TOML = ("server.pprof", "auth.tailscale.*", "acl.labels", "acl.tailscale_capability",
                  "sizing.*", "mcp.*")
 PENDING_ENV = ("SERVICE_PPROF", "SERVICE_AUTH_TAILSCALE_*", "SERVICE_ACL_LABELS",

@@ -54,7 +54,7 @@ class Settings:
     recommendations: bool = True              # the recommendation engine and /recommendations
     recommendations_debounce: float = 0.5     # seconds from a change to the re-evaluation of the checks
     sse_batch_interval: float = 0.1
-    sse_keepalive: float = 15.0          # idle seconds before a ":keepalive" comment (an issue-9 key)
+    sse_keepalive: float = 15.0          # idle seconds before a ":keepalive" comment (docs/streams.md)
     docker_host: str = "unix:///var/run/docker.sock"
     docker_api_version: str = "1.41"
     prometheus_url: str | None = None

@@ -6,7 +6,7 @@ engine (one local socket round-trip). Calls time out after 5 s, except the two t
 registry (``install``, ``upgrade``), which may take ``PULL_TIMEOUT``; a pull answers a stream of progress
 messages whose last one may be an error, which is checked here.
 
-Failures become the reference's problems: a plugin the engine does not know → 404 ``PLG004``; listing →
+Failures become problems: a plugin the engine does not know → 404 ``PLG004``; listing →
 ``PLG001``; privileges of a remote → ``PLG003``; the engine unreachable → 503 ``ENG001``; arguments
 refused → 400 ``ENG003`` (409 when the engine says the plugin is in the wrong state: enabled, in use,
 name taken); anything else → 500 ``ENG004``.

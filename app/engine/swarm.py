@@ -5,8 +5,8 @@ request (cheap: one local socket round-trip), and every write is based on that f
 carries the swarm's ``Version.Index``: a change made meanwhile by anyone makes the engine refuse it ("update
 out of sequence"), answered 409 ``SWM012`` — re-read and retry.
 
-Engine calls time out after 5 s (the reference). Failures become problems with the reference's codes
-(§5): not a manager → 501 ``SWM001``; engine unreachable → 503 ``ENG001``; arguments refused → 400
+Engine calls time out after 5 s (docs/swarm-and-plugins.md). Failures become problems with these codes:
+not a manager → 501 ``SWM001``; engine unreachable → 503 ``ENG001``; arguments refused → 400
 ``ENG003``; otherwise the operation's own code (``SWM002`` inspect, ``SWM003`` update, ``SWM006`` token,
 ``SWM007`` unlock key, ``SWM008`` unlock, ``SWM009`` reading the unlock key), with 409 when the engine says the
 swarm is in the wrong state for it (e.g. unlocking a swarm that is not locked).
@@ -30,7 +30,7 @@ _NOT_MANAGER = ("not a swarm manager", "not part of a swarm")
 
 
 class EngineCalls(EngineWriter):
-    """The engine writer with the reference's 5 s timeout for swarm and plugin calls (``call`` takes a longer
+    """The engine writer with a 5 s timeout for swarm and plugin calls (``call`` takes a longer
     one per request, and ``raw`` for streamed answers such as plugin pulls)."""
 
     def __init__(self, base_url: str, api_version: str = "1.41", timeout: float = TIMEOUT) -> None:
@@ -38,7 +38,7 @@ class EngineCalls(EngineWriter):
 
 
 def problem(failure: WriteFailure, code: str, *, what: str, own_invalid: bool = False) -> ProblemError:
-    """An engine failure as the reference's problem; ``code`` is the operation's own failure code (with the
+    """An engine failure as a problem; ``code`` is the operation's own failure code (with the
     engine's 400 too when ``own_invalid``: a wrong unlock key is an unlock failure, not a bad argument)."""
     detail = f"The engine refused {what}: {failure.message}"
     lowered = failure.message.lower()
@@ -91,7 +91,7 @@ SECTIONS: dict[str, Section] = {s.rule: s for s in (
 
 def patched_spec(spec: Raw, section: Section, patch: Any) -> tuple[Raw, bool]:
     """(new spec, changed?): a merge patch over the section's recognised fields of the live spec. Zero
-    counters and nulls leave a field unchanged (the reference); unknown fields and wrong types are 400
+    counters and nulls leave a field unchanged (docs/swarm-and-plugins.md); unknown fields and wrong types are 400
     ``API006`` (nothing is written)."""
     if not isinstance(patch, dict):
         raise ProblemError("API006", detail="A swarm settings patch is a JSON object.")

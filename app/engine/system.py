@@ -6,7 +6,7 @@ admission-exempt: it waits, it does not compute). The local node id never change
 the same: it is fetched once, in its own greenlet so no request waits for it, and remembered; a failed
 fetch is retried after ``RETRY_SECONDS``.
 
-Errors map to the reference's codes (§5): transport failures and timeouts → ``ENG001``; an engine without
+Errors map to these codes: transport failures and timeouts → ``ENG001``; an engine without
 the disk-usage endpoint (404/501) → ``SWM004``; any other failure or an unreadable answer → ``SWM005``.
 """
 

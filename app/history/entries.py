@@ -1,4 +1,4 @@
-"""History entries (reference §4.5, plus the issue's diff and audit slot) built from change records.
+"""History entries (docs/history-and-feeds.md, with a diff and an audit slot) built from change records.
 
 An entry is computed when a page is served, from one record and the current cache (for display names),
 so the cost follows the page size, never the ring's. Shape::
@@ -43,9 +43,9 @@ HISTORY_FEED_ID = "urn:service:feed:/history"
 
 def feed_entry_id(feed_id: str, epoch: int, seq: int) -> str:
     """An entry's id in one feed: ``urn:service:history:<epoch>-<seq>`` in the unfiltered ``/history`` feed
-    (the reference's form, with the sequence's epoch), ``<feed id>#<epoch>-<seq>`` in every other feed.
+    (the canonical form, with the sequence's epoch), ``<feed id>#<epoch>-<seq>`` in every other feed.
     Readers such as newsboat key articles by id across all their subscriptions: with one id per record
-    everywhere, a per-service feed beside ``/history.atom`` showed as read and empty (issue 17). Stable
+    everywhere, a per-service feed beside ``/history.atom`` would show as read and empty. Stable
     across restarts: the feed id, the epoch and the number all are."""
     if feed_id == HISTORY_FEED_ID:
         return f"urn:service:history:{epoch}-{seq}"

@@ -8,17 +8,17 @@ says whether an older page exists). The walk examines at most ``SCAN_BUDGET`` re
 request never walks a large ring (up to 1,000,000 records): when the budget runs out first, the page is
 cut there, possibly short or empty, and its ``next`` cursor continues the walk where it stopped.
 
-Parameters (reference §3.3; ``action`` is the issue's addition): ``type`` (a kind), ``resourceId`` (exact
+Parameters (docs/history-and-feeds.md): ``type`` (a kind), ``resourceId`` (exact
 id; stacks and volumes by name), ``action`` (a comma-separated list of create, update, remove, ref_changed);
 a bad value is a 400 ``API012``. Without ``action`` a page shows changes of the objects themselves
 (``DEFAULT_ACTIONS``: create, update, remove): related changes (``ref_changed``, a task or a referenced
-object changed) flood the history when a service crash-loops (issue 17), so they are shown on request only.
+object changed) flood the history when a service crash-loops, so they are shown on request only.
 ``before``: ASCII digits (more than 18: newest); anything else is ``API012``. ``limit``: 1..200, default 50,
 larger values clamped, invalid ones ignored (as on the lists).
 
 ACL: ``HistoryFilter.readable`` (the caller's read predicate over records, ``app.http.acl_read``) is one
 more filter, judged per record inside the walk, so a page holds ``limit`` readable entries and its cursor
-stays exact (the reference's "dropped after the limit" would give short pages and tell how many were
+stays exact (filtering after the limit would give short pages and tell how many were
 hidden). It is evaluated last, after the cheap filters.
 """
 

@@ -1,5 +1,5 @@
 """The request's :class:`~app.acl.evaluator.Access`, made once per request from its identity and the current
-policy, and the ACL key of a write (:func:`write_target`, reference §1.4). Read refusals live in
+policy, and the ACL key of a write (:func:`write_target`, docs/acl.md). Read refusals live in
 ``app.http.acl_read``; write refusals (ACL002) in ``app.http.allow``."""
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def placeholder_of(rule: str) -> str | None:
 
 
 def write_target(op: Operation, view_args: Mapping[str, object] | None) -> WriteTarget:
-    """The ACL key of ``op`` on the URL's object (reference §1.4): creates ``<type>:*``, the swarm
+    """The ACL key of ``op`` on the URL's object (docs/acl.md, Writes): creates ``<type>:*``, the swarm
     ``swarm:cluster``, plugins their path name, tasks their parent service's keys (fallback ``task:<id>``),
     other objects every key :func:`~app.acl.evaluator.keys_of` gives (their name and their stack); an id the
     cache does not know falls back to ``<type>:<id>``. A refused caller who may not read the object is told

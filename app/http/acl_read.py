@@ -1,4 +1,4 @@
-"""Read enforcement shared by every read path (reference §1.2, §3.1, §7.2): what the caller may see.
+"""Read enforcement shared by every read path (docs/acl.md, Reads): what the caller may see.
 
 One evaluator (:class:`~app.acl.evaluator.Access`, made once per request by :func:`app.http.acl.current_access`)
 answers; this module turns it into the shapes the read paths need:
@@ -13,7 +13,7 @@ answers; this module turns it into the shapes the read paths need:
   (``<type>:<id>``; stacks, volumes and plugins are named by their path already), never by a name the
   caller may not read.
 - :func:`change_readable` (history records, judged by the recorded object when it is gone) and
-  :func:`finding_readable` (recommendations, keys per §4.7).
+  :func:`finding_readable` (recommendations, keys per :func:`finding_keys`).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def require_key(resource_type: str, name: str, sent: str | None = None) -> None:
 
 
 def require_grants() -> None:
-    """Cluster-wide reads (reference §1.2) need the caller to hold at least one grant."""
+    """Cluster-wide reads (docs/acl.md) need the caller to hold at least one grant."""
     if not current_access().has_grants:
         raise ProblemError("ACL001", detail="read access denied: no grants (cluster-wide reads need at least one)",
                            extra={"resource": "*", "permission": "read"})
@@ -170,7 +170,7 @@ def require_change(change: Change) -> None:
 
 # ---------------------------------------------------------------------------------------------- findings
 def finding_keys(cache: Cache, finding: Finding) -> list[Key]:
-    """Reference §4.7: ``service:<targetName>`` (and, through the evaluator, the service's stack),
+    """A finding's keys: ``service:<targetName>`` (and, through the evaluator, the service's stack),
     ``node:<targetName>``, else ``swarm:cluster``, except that a finding naming another object (an unused
     config, secret, network or volume) is judged by that object's keys: ``swarm:cluster`` alone must not
     reveal its name."""

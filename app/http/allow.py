@@ -2,10 +2,10 @@
 the writes (:func:`write_refusal`), so a response never advertises a method the caller would be refused.
 
 The check is the operations level first (403 ``OPS001``), then the ACL write permission on the operation's
-key (403 ``ACL002``, reference §1.4): the target comes from the request's URL (the rule's ``<id>``/``<name>``),
+key (403 ``ACL002``, docs/acl.md): the target comes from the request's URL (the rule's ``<id>``/``<name>``),
 so a GET of ``/services/<id>`` and a PUT of ``/services/<id>/scale`` ask about the same object.
 
-Two kinds of URL (issue 17 §1, reference §3 "Allow on a detail GET"):
+Two kinds of URL (docs/writes.md, Allow and Accept-Patch):
 
 - a **detail** (``/services/<id>``, ``/nodes/<id>``, ..., ``/plugins/<name>``, ``/swarm``) lists GET and HEAD
   plus the write methods of the object's whole family: its own URL and its sub-resources one segment below

@@ -1,6 +1,6 @@
 """Authentication on every request: the configured provider makes ``g.identity`` or the request is 401.
 
-Bypassed (reference §1.1): ``/-/…``, ``/api…``, ``/auth/…`` and ``/assets/…``; ``/auth/whoami`` calls
+Bypassed (docs/auth.md): ``/-/…``, ``/api…``, ``/auth/…`` and ``/assets/…``; ``/auth/whoami`` calls
 :func:`authenticate_now` itself. Every method is authenticated, OPTIONS included: its ``Allow`` tells what
 the caller may do (``app.http.options``). Missing or bad credentials are 401 ``AUT001`` with the mode's
 ``WWW-Authenticate``; a provider failure is 403 ``AUT002``; an OIDC browser without a session is redirected

@@ -3,8 +3,8 @@
 Runs in one after_request hook for every buffered 200/206 response, so no view computes validators.
 ``If-None-Match`` (lists, ``W/``, ``*``) wins over ``If-Modified-Since`` (second precision).
 
-The ETag is the full SHA-256 hex of the body, quoted (the interface says "SHA-256 of the body" and wins
-over the reference's 16 bytes). One URL has several variants with the same body (``application/json``
+The ETag is the full SHA-256 hex of the body, quoted (choice: the whole hash, not a 16-byte
+prefix). One URL has several variants with the same body (``application/json``
 and ``application/vnd.service.v1+json``), and RFC 9110 §8.8.3 wants a distinct tag per variant: the
 default ``application/json`` gets the bare hash, any other Content-Type gets ``-<subtype>`` appended
 (``"<hex>-vnd.service.v1+json"``).

@@ -1,6 +1,6 @@
 """Cross-origin resource sharing: which other origins' pages may read the API and its streams.
 
-``server.cors.origins`` (reference §6) lists the origins (or ``*``). For a request whose ``Origin`` is
+``server.cors.origins`` (docs/cors.md) lists the origins (or ``*``). For a request whose ``Origin`` is
 allowed, every answer (problems, streams and 304s included) echoes that origin, exposes the headers a client
 reads (ETag, Link, Allow, Location, Retry-After, Request-Id, Content-Range, ...) and, with
 ``server.cors.credentials``, allows credentials. A preflight (``OPTIONS`` with ``Origin`` and
@@ -29,10 +29,10 @@ from app.errors import ProblemError
 from app.runtime import runtime_of
 
 ALLOW_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-# The reference's five, plus what the writes (issue 16), ranges and stream resumption need from a page.
+# The basic five, plus what the writes, ranges and stream resumption need from a page.
 ALLOW_HEADERS = ("Accept", "Authorization", "Content-Type", "If-None-Match", "Request-Id", "If-Match",
                  "If-Range", "Range", "Idempotency-Key", "Prefer", "Last-Event-ID")
-# The reference's six, plus the other headers Shoal sets that are not CORS-safelisted.
+# The basic six, plus the other headers Shoal sets that are not CORS-safelisted.
 EXPOSE_HEADERS = ("ETag", "Link", "Allow", "Location", "Retry-After", "Request-Id", "Content-Range",
                   "Accept-Patch", "Accept-Ranges", "Preference-Applied", "Idempotent-Replayed", "Deprecation",
                   "Link-Template", "Cache-Freshness", "Cache-Sequence", "WWW-Authenticate")

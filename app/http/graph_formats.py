@@ -1,4 +1,4 @@
-"""Negotiation for the topology endpoint, whose representations are graph formats (reference §1.2):
+"""Negotiation for the topology endpoint, whose representations are graph formats (docs/topology.md):
 JGF as JSON (``application/vnd.jgf+json``, ``application/json``, the versioned JSON type), GraphML
 (``application/graphml+xml``), DOT (``text/vnd.graphviz``) and the dashboard shell; extensions
 ``.jgf .graphml .dot`` (stripped by ``app.http.formats`` on this path only), ``.json``, ``.html``.

@@ -13,7 +13,7 @@ restarts (a crash too: committed records keep their ids), so ids stay stable; a 
 off, a fresh or moved-aside store file) has a new epoch and ids above every earlier one, so a reader never
 mistakes a new record for one it saw before.
 
-ACL (reference §3.3, §7.2): every page and feed holds only records the caller may read, judged per record
+ACL (docs/acl.md): every page and feed holds only records the caller may read, judged per record
 (``HistoryFilter.readable``, keys from ``app.http.acl_read.change_keys``); ``/history`` and its feeds need at
 least one grant; a detail feed and ``/history/{id}`` of an unreadable object are 403 ``ACL001``. Feed ids
 are ``urn:service:feed:<path>`` plus the feed's selecting parameters, the same for every page and across

@@ -1,4 +1,4 @@
-"""HTTP side of the metrics proxy (reference §1.2, §3.6, §4.9): request parameters in, problems and
+"""HTTP side of the metrics proxy (docs/metrics.md): request parameters in, problems and
 responses out; the calls themselves are in ``app.metrics``.
 
 Order of checks on ``/metrics``: the request's own parameters first (``MTR003``, ``MTR004``: a bad request

@@ -10,7 +10,7 @@ def is_meta(path: str) -> bool:
     return path.startswith("/-/")
 
 
-# Cluster-wide reads that are resource paths too (reference §5 readiness gate): 503 before the first sync.
+# Cluster-wide reads that are resource paths too (readiness gate): 503 before the first sync.
 CLUSTER_READS = frozenset({"/cluster", "/cluster/capacity", "/disk-usage", "/topology", "/topology/networks",
                            "/topology/placement"})
 

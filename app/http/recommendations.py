@@ -1,14 +1,14 @@
 """/recommendations over HTTP: the findings as a JSON-LD collection (filters, paging, severity summary)
 and as a feed (Atom, JSON Feed) with one entry per finding.
 
-Filters are the issue's (reference §3.7 has none): ``severity``, ``kind`` (resource type) and ``check``
+Filters (docs/search-and-recommendations.md): ``severity``, ``kind`` (resource type) and ``check``
 are comma lists, ``resource`` an exact resource id or name; an unknown severity, kind or check is a 400
 ``API012``. ``limit`` (default 200, at most 1000) and ``offset`` bound the work per request. With
 ``server.recommendations = false`` the engine does not run and the path is a 404.
 
-ACL (reference §3.7, §4.7): only findings the caller may read are listed, counted and summarised (keys
+ACL (docs/acl.md): only findings the caller may read are listed, counted and summarised (keys
 ``service:<targetName>`` with its stack, ``node:<targetName>``, else ``swarm:cluster``); with a policy the
-caller needs at least one grant (§1.2).
+caller needs at least one grant.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def collection() -> Response:
 
 def feed(*_view: object) -> Response:
     """Newest findings first (by appearance); ``before`` = a finding's ``seq``; ids stable per finding
-    (reference: ``urn:service:recommendation:<targetId>:<category>:<resource>``)."""
+    (``urn:service:recommendation:<targetId>:<category>:<resource>``)."""
     wanted = parse_filter(request.args)
     before = client_int(request.args.get("before")) if request.args.get("before") is not None else None
     if request.args.get("before") is not None and (before is None or before < 1):

@@ -1,7 +1,8 @@
 """/search over HTTP: the grouped JSON-LD result (``app.query.search``) and its feed.
 
-The feed (``/search.atom?q=``, JSON Feed alike) is, per reference §3.2, the history feed of the records
-whose object name contains ``q``, paged by ``before``/``limit`` like every history feed.
+The feed (``/search.atom?q=``, JSON Feed alike) is the history feed of the records
+whose object name contains ``q``, paged by ``before``/``limit`` like every history feed
+(docs/search-and-recommendations.md).
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from app.runtime import current_runtime
 
 
 def require_synced() -> None:
-    """Reference §5: before the first engine sync, cluster reads answer 503 ENG001 (empty would lie)."""
+    """Before the first engine sync, cluster reads answer 503 ENG001 (empty would lie)."""
     if not current_runtime().cache.freshness.synced:
         raise ProblemError("ENG001", detail="The first engine sync has not completed yet.",
                            headers={"Retry-After": "1"})
 
 
 def search() -> Response:
-    """Counts and results of readable objects only; with a policy, at least one grant (reference §1.2)."""
+    """Counts and results of readable objects only; with a policy, at least one grant."""
     query = parse_search_query(request.args)
     require_synced()
     require_grants()

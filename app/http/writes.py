@@ -211,7 +211,7 @@ def nesting_depth(data: bytes) -> int:
 
 
 def json_body(*, required: bool = True) -> Any:
-    """A PUT/POST JSON body (Content-Type not checked, as the reference says); ``None`` when empty and
+    """A PUT/POST JSON body (Content-Type not checked: any type is read as JSON); ``None`` when empty and
     not required."""
     data = _raw_body()
     if not data.strip():
