@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ import pytest
 import requests
 
 from app.logs.timestamps import NS_PER_SECOND, parse_rfc3339
-from tests.conftest import free_port, gunicorn_env, launch_gunicorn, wait_for
+from tests.conftest import free_port, gunicorn_env, launch_gunicorn, stop_gunicorn, wait_for
 from tests.integration.engine_state import IMAGE, TEST_LABEL
 
 pytestmark = pytest.mark.integration
@@ -40,13 +39,7 @@ def log_server(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> It
                        SERVICE_DATA_DIR=str(directory / "state"))
     proc = launch_gunicorn(env, log_path, base)
     yield base
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        pytest.fail("gunicorn did not stop within 20 s of SIGTERM", pytrace=False)
-    assert "Traceback" not in log_path.read_text(), log_path.read_text()[-4000:]
+    stop_gunicorn(proc, log_path, check_code=False)
 
 
 @pytest.fixture(scope="module")
