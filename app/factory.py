@@ -30,6 +30,8 @@ from app.http.formats import FormatExtensions
 from app.http.mount import BasePath
 from app.http.security import init_security
 from app.logconfig import dict_config
+from app.mcp import init_mcp
+from app.oauth import init_oauth
 from app.openapi import API_KEY, ShoalApi
 from app.resources import ResourceKind
 from app.runtime import EXTENSION_KEY, Runtime
@@ -71,6 +73,10 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
         api.register_blueprint(blueprint)
     api.register_blueprint(oidc_blp)   # /auth/login, /auth/callback, /auth/logout (404 unless auth.mode = oidc)
     api.register_blueprint(auth_views.blp)   # /auth/whoami, /profile
+    if settings.mcp_enabled:
+        init_mcp(app)      # /mcp (docs/agents.md)
+        if settings.auth_mode != "none":
+            init_oauth(app)   # /oauth/*, /.well-known/oauth-* (the agents' authorization server)
     wsgi = FormatExtensions(app.wsgi_app)
     app.wsgi_app = BasePath(wsgi, settings.base_path) if settings.base_path else wsgi  # type: ignore[method-assign]
     return app

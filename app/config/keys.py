@@ -166,6 +166,40 @@ def _hex_key(text: str) -> bytes | None:
     return key
 
 
+def _signing_key(text: str) -> bytes | None:
+    """``mcp.signing_key``: the HMAC key of access tokens and consent CSRF tokens, at least 32 bytes of text
+    (64 hex digits are taken as 32 bytes)."""
+    value = text.strip()
+    if not value:
+        return None
+    if re.fullmatch(r"[0-9a-fA-F]{64,}", value) and len(value) % 2 == 0:
+        return bytes.fromhex(value)
+    key = value.encode("utf-8")
+    if len(key) < 32:
+        raise ValueError(f"must be at least 32 bytes, not {len(key)} (value not shown: it is a secret)")
+    return key
+
+
+def _issuer(text: str) -> str | None:
+    """``mcp.issuer``: http(s), a host, maybe a path; no query, fragment or credentials; trailing ``/`` off."""
+    value = _http_url(text)
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    if parts.query or parts.fragment or "@" in parts.netloc:
+        raise ValueError(f"{value!r}: no query, fragment, user or password allowed")
+    return value.rstrip("/")
+
+
+def _bypass_modes(text: str) -> tuple[str, ...]:
+    modes = tuple(part.lower() for part in _comma_list(text) if part.lower() != "none")
+    for mode in modes:
+        if mode not in ("cert", "headers"):
+            raise ValueError(f"{mode!r}: only cert and headers can be accepted without a token "
+                             "(oidc redirects a browser: unsafe)")
+    return modes
+
+
 _LISTEN = re.compile(r"(?P<host>\[[^\]]*\]|[^:\[\]]*):(?P<port>[^:]*)")
 _HOST_LABEL = r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)"
 _HOSTNAME = re.compile(rf"{_HOST_LABEL}(\.{_HOST_LABEL})*\.?")
@@ -423,14 +457,37 @@ KEYS: tuple[Key, ...] = (
         _DURATION),
     Key("writes_idempotency_max_keys", "writes.idempotency_max_keys", "SERVICE_WRITES_IDEMPOTENCY_MAX_KEYS",
         _ranged_int(10, 10_000_000), _INT),
+    # the agent-tool (MCP) endpoint and its OAuth 2.1 authorization server (docs/agents.md)
+    Key("mcp_enabled", "mcp.enabled", "SERVICE_MCP", _bool, _BOOL),
+    Key("mcp_operations_level", "mcp.operations_level", "SERVICE_MCP_OPERATIONS_LEVEL", _ranged_int(0, 3), _INT),
+    Key("mcp_issuer", "mcp.issuer", "SERVICE_MCP_ISSUER", _issuer, _STR),
+    Key("mcp_signing_key", "mcp.signing_key", "SERVICE_MCP_SIGNING_KEY", _signing_key, _STR),
+    Key("mcp_access_token_ttl", "mcp.access_token_ttl", "SERVICE_MCP_ACCESS_TOKEN_TTL", _positive_duration,
+        _DURATION),
+    Key("mcp_refresh_token_ttl", "mcp.refresh_token_ttl", "SERVICE_MCP_REFRESH_TOKEN_TTL", _positive_duration,
+        _DURATION),
+    Key("mcp_require_resource_indicator", "mcp.oauth.require_resource_indicator",
+        "SERVICE_MCP_REQUIRE_RESOURCE_INDICATOR", _bool, _BOOL),
+    Key("mcp_dcr_enabled", "mcp.oauth.dcr_enabled", "SERVICE_MCP_DCR_ENABLED", _bool, _BOOL),
+    Key("mcp_dcr_rate_limit", "mcp.oauth.dcr_rate_limit", "SERVICE_MCP_DCR_RATE_LIMIT", _ranged_int(1, 1_048_576),
+        _INT),
+    Key("mcp_dcr_max_clients", "mcp.oauth.dcr_max_clients", "SERVICE_MCP_DCR_MAX_CLIENTS",
+        _ranged_int(1, 1_048_576), _INT),
+    Key("mcp_cimd_enabled", "mcp.oauth.cimd_enabled", "SERVICE_MCP_CIMD_ENABLED", _bool, _BOOL),
+    Key("mcp_auth_bypass", "mcp.oauth.auth_bypass", "SERVICE_MCP_AUTH_BYPASS", _bypass_modes, _STR),
+    Key("mcp_session_idle_ttl", "mcp.session_idle_ttl", "SERVICE_MCP_SESSION_IDLE_TTL", _positive_duration,
+        _DURATION),
+    Key("mcp_max_sessions", "mcp.max_sessions", "SERVICE_MCP_MAX_SESSIONS", _ranged_int(1, 100_000), _INT),
+    Key("mcp_max_body_bytes", "mcp.max_body_bytes", "SERVICE_MCP_MAX_BODY_BYTES", _ranged_int(1024, 64 * 1024**2),
+        _INT),
 )
 
 # Documented keys that this version recognises but does not implement (fnmatch patterns).
 PENDING_TOML = ("server.pprof", "auth.tailscale.*", "acl.labels", "acl.tailscale_capability",
-                 "sizing.*", "mcp.*")
+                 "sizing.*")
 PENDING_ENV = ("SERVICE_PPROF", "SERVICE_AUTH_TAILSCALE_*", "SERVICE_ACL_LABELS",
-                "SERVICE_SIZING_*", "SERVICE_MCP*")
+                "SERVICE_SIZING_*")
 # Keys whose values are secrets: a bad value is never echoed in an error or a log.
-SECRET_FIELDS = frozenset({"oidc_client_secret", "oidc_session_key", "headers_secret_value"})
+SECRET_FIELDS = frozenset({"oidc_client_secret", "oidc_session_key", "headers_secret_value", "mcp_signing_key"})
 KNOWN_TOML = frozenset(key.toml for key in KEYS)
 KNOWN_ENV = frozenset({"SERVICE_CONFIG"} | {key.env for key in KEYS} | {key.env + "_FILE" for key in KEYS})

@@ -102,12 +102,32 @@ class Settings:
     writes_pending_audit: float = 600.0     # seconds a write of unknown outcome waits for its change to be seen
     writes_idempotency_ttl: float = 86400.0   # seconds an Idempotency-Key and its stored answer are kept
     writes_idempotency_max_keys: int = 10_000   # keys kept at most (oldest dropped first)
+    mcp_enabled: bool = False               # serve {base_path}/mcp (docs/agents.md)
+    mcp_operations_level: int | None = None   # tool ceiling 0-3; None: server.operations_level
+    mcp_issuer: str | None = None           # external base URL of the OAuth server; None: derived
+    mcp_signing_key: bytes | None = field(default=None, repr=False)   # None: generated, kept in the store
+    mcp_access_token_ttl: float = 3600.0
+    mcp_refresh_token_ttl: float = 720 * 3600.0
+    mcp_require_resource_indicator: bool = True
+    mcp_dcr_enabled: bool = True
+    mcp_dcr_rate_limit: int = 10            # registrations per hour per client IP
+    mcp_dcr_max_clients: int = 1000         # registered clients kept (least recently used evicted)
+    mcp_cimd_enabled: bool = True           # https client_ids: client-metadata documents
+    mcp_auth_bypass: tuple[str, ...] = ()   # modes accepted at /mcp without a token (cert)
+    mcp_session_idle_ttl: float = 1800.0    # an MCP session unused this long ends
+    mcp_max_sessions: int = 256             # open MCP sessions at most (over it: JSON-RPC error, retry hint)
+    mcp_max_body_bytes: int = 1024 * 1024   # a POST /mcp body at most
     report: LoadReport = field(default=LoadReport(), compare=False, repr=False)
 
     @property
     def persistence(self) -> bool:
         """State survives restarts (``storage.snapshot`` on and ``storage.data_dir`` not ``:memory:``)."""
         return self.storage_snapshot and self.data_dir != ":memory:"
+
+    @property
+    def mcp_level(self) -> int:
+        """The agent tools' ceiling: ``mcp.operations_level``, else ``server.operations_level``."""
+        return self.operations_level if self.mcp_operations_level is None else self.mcp_operations_level
 
     @property
     def tls_enabled(self) -> bool:

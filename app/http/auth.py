@@ -1,6 +1,6 @@
 """Authentication on every request: the configured provider makes ``g.identity`` or the request is 401.
 
-Bypassed (docs/auth.md): ``/-/…``, ``/api…``, ``/auth/…`` and ``/assets/…``; ``/auth/whoami`` calls
+Bypassed (docs/auth.md): ``/-/…``, ``/api…``, ``/auth/…``, ``/assets/…``, and the agent endpoint and its authorization server (``/mcp``, ``/oauth/…``, ``/.well-known/…``: they check their own credentials); ``/auth/whoami`` calls
 :func:`authenticate_now` itself. Every method is authenticated, OPTIONS included: its ``Allow`` tells what
 the caller may do (``app.http.options``). Missing or bad credentials are 401 ``AUT001`` with the mode's
 ``WWW-Authenticate``; a provider failure is 403 ``AUT002``; an OIDC browser without a session is redirected
@@ -19,7 +19,9 @@ from app.http.paths import is_meta
 from app.runtime import runtime_of
 
 _KEY = "shoal.auth"
-BYPASS_PREFIXES = ("/-/", "/api", "/auth/", "/assets/")
+# /mcp checks its bearer token itself (app.oauth.bearer); /oauth/ and /.well-known/ are the authorization
+# server's, whose consent page authenticates the human itself.
+BYPASS_PREFIXES = ("/-/", "/api", "/auth/", "/assets/", "/mcp", "/oauth/", "/.well-known/")
 
 
 class _Redirect(Exception):

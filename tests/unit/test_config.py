@@ -494,17 +494,14 @@ mode = "local"
 labels = true
 [sizing.thresholds]
 at_limit = 0.9
-[mcp]
-enabled = true
 """)
     environ = {name: "x" for name in (
         "SERVICE_PPROF", "SERVICE_AUTH_TAILSCALE_AUTHKEY", "SERVICE_ACL_LABELS",
-        "SERVICE_SIZING_LOOKBACK", "SERVICE_MCP_ENABLED", "SERVICE_PPROF_FILE")}
+        "SERVICE_SIZING_LOOKBACK", "SERVICE_PPROF_FILE")}
     report = load_settings(environ, path).report
     assert report.unknown == ()
     assert set(report.not_implemented) == set(environ) | {
-        "server.pprof", "auth.tailscale.mode", "acl.labels", "sizing.thresholds.at_limit",
-        "mcp.enabled"}
+        "server.pprof", "auth.tailscale.mode", "acl.labels", "sizing.thresholds.at_limit"}
 
 
 def test_auth_keys_are_read_and_checked_per_mode(tmp_path: Path) -> None:
@@ -544,14 +541,14 @@ def test_a_bad_secret_is_never_echoed(tmp_path: Path) -> None:
 
 def test_the_report_is_logged_as_warnings(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = write(tmp_path, "[mystery]\nx = 1\n")
-    settings = load_settings({"SERVICE_MCP_ENABLED": "1"}, path)
+    settings = load_settings({"SERVICE_PPROF": "1"}, path)
     with caplog.at_level(logging.INFO, logger="app.config"):
         log_report(settings)
     records = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "app.config"]
     assert (logging.INFO, f"configuration file {Path(path).absolute()}") in records
     assert (logging.WARNING, "unknown configuration keys ignored: mystery.x") in records
     assert any(level == logging.WARNING and "not implemented in this version" in message
-               and "SERVICE_MCP_ENABLED" in message for level, message in records)
+               and "SERVICE_PPROF" in message for level, message in records)
 
 
 def test_a_clean_start_logs_no_warning(caplog: pytest.LogCaptureFixture) -> None:
@@ -592,3 +589,18 @@ def test_the_runtime_bounds_the_history_with_the_configured_bytes() -> None:
                                                    "Spec": {"Name": "c", "Data": "x" * 2000}})
     assert runtime.cache.history.bytes <= 1024**2
     assert len(runtime.cache.history) < 100
+
+
+def test_agent_keys_are_read_with_their_defaults_and_checked(tmp_path: Path) -> None:
+    settings = load_settings({"SERVICE_MCP": "true", "SERVICE_MCP_ISSUER": "https://shoal.example/",
+                              "SERVICE_MCP_SIGNING_KEY": "k" * 40, "SERVICE_MCP_AUTH_BYPASS": "cert"})
+    assert settings.mcp_enabled and settings.mcp_issuer == "https://shoal.example"
+    assert settings.mcp_signing_key == b"k" * 40 and settings.mcp_auth_bypass == ("cert",)
+    assert settings.mcp_level == settings.operations_level
+    assert load_settings({"SERVICE_MCP_OPERATIONS_LEVEL": "3"}).mcp_level == 3
+    for name, value in (("SERVICE_MCP_SIGNING_KEY", "short"), ("SERVICE_MCP_ISSUER", "https://h/?q=1"),
+                        ("SERVICE_MCP_AUTH_BYPASS", "oidc"), ("SERVICE_MCP_DCR_RATE_LIMIT", "0")):
+        with pytest.raises(ConfigError) as caught:
+            load_settings({name: value})
+        assert name in str(caught.value)
+        assert value not in str(caught.value) or name != "SERVICE_MCP_SIGNING_KEY"
