@@ -24,7 +24,7 @@ from app.resources import ResourceKind
 from app.runtime import current_runtime
 from app.schemas.v1.envelopes import DETAIL_SCHEMAS
 from app.schemas.v1.object_writes import LabelsV1, NodeRoleV1
-from app.writes import objects
+from app.writes import dry_run, objects
 
 blp = Blueprint("node_writes", __name__, description="Node availability, role, labels and removal (gated writes).")
 NODE = ResourceKind.NODE
@@ -117,6 +117,8 @@ class Remove(MethodView):
         if not force and state != "down":
             raise ProblemError("NOD001", detail=f"Node {entry.name} is {state}, not down; stop its engine (or let "
                                                 "it leave the swarm) first, or pass force=true.")
+        if dry_run.active():
+            return dry_run.removal(op, entry)
         writes.engine_write(op, NODE, entry.id, lambda: writes.writer().remove("node", entry.id, force=force))
         writes.read_back(op, NODE, entry.id)
         return writes.no_content()

@@ -28,7 +28,7 @@ from app.resources import ResourceKind
 from app.runtime import current_runtime
 from app.schemas.v1.envelopes import DETAIL_SCHEMAS
 from app.schemas.v1.object_writes import LabelsV1, StackRemovalV1
-from app.writes import objects
+from app.writes import dry_run, objects
 from app.writes.stack_removal import remove_members
 
 blp = Blueprint("object_writes", __name__,
@@ -51,6 +51,8 @@ def _remove(op_name: str, kind: ResourceKind, object_id: str, *, force: bool = F
     entry = writes.target(op, kind, object_id)
     if check is not None:
         check(entry)
+    if dry_run.active():
+        return dry_run.removal(op, entry)
     writes.engine_write(op, kind, entry.id, lambda: writes.writer().remove(kind.value, entry.id, force=force))
     writes.read_back(op, kind, entry.id)
     return writes.no_content()
@@ -107,6 +109,8 @@ class Task(MethodView):
         if not present:
             where = "it has no container yet" if not container else "its container is on another node's engine"
             raise ProblemError("TSK003", detail=f"Task {entry.id} ({state}): {where}.")
+        if dry_run.active():
+            return dry_run.removal(op, entry, note="the scheduler replaces the task")
         writes.engine_write(op, TASK, entry.id, lambda: writer.remove_container(container))
         writes.read_back(op, TASK, entry.id)
         return writes.no_content()
@@ -130,6 +134,8 @@ def _config_routes(kind: ResourceKind) -> None:
             body = objects.config_create(key, writes.json_body())
             writes.require_stack_write(body["Labels"])   # a stack label needs write on the stack
             _name_free(kind, body["Name"])
+            if dry_run.active():
+                return dry_run.create(op, kind, body)
             new_id = writes.engine_write(op, None, None, lambda: writes.writer().create(key, body))
             fresh = writes.read_back(op, kind, new_id)
             return _created(f"/{plural}/{new_id}", fresh)
@@ -189,6 +195,8 @@ class Networks(MethodView):
         body = objects.network_create(writes.json_body())
         writes.require_stack_write(body["Labels"])   # a stack label needs write on the stack
         _name_free(NETWORK, body["Name"])
+        if dry_run.active():
+            return dry_run.create(op, NETWORK, body)
         new_id = writes.engine_write(op, None, None, lambda: writes.writer().create("network", body))
         fresh = writes.read_back(op, NETWORK, new_id)
         return _created(f"/networks/{new_id}", fresh)
@@ -235,6 +243,11 @@ class Volumes(MethodView):
             if failure.reason != "not_found":
                 raise writes.failure_problem(op, failure) from None
             existed = False
+        if dry_run.active():
+            if existed:
+                return dry_run.unchanged(op, VOLUME, current_runtime().cache.get(VOLUME, name), name,
+                                         f"volume {name} exists; it would be answered unchanged")
+            return dry_run.create(op, VOLUME, body)
         if existed:
             return writes.minimal_or(lambda: writes.answer_detail(writes.read_back(op, VOLUME, name)))
         new_name = writes.engine_write(op, None, None, lambda: writer.create("volume", body)) or name
@@ -285,6 +298,10 @@ class Stack(MethodView):
         runtime = current_runtime()
         kinds = (ResourceKind.SERVICE, NETWORK, SECRET, CONFIG)
         members = {kind: [member.id for member in runtime.cache.stack_members(entry.name, kind)] for kind in kinds}
+        if dry_run.active():
+            return dry_run.removal(op, entry, [member for kind in kinds
+                                               for member in runtime.cache.stack_members(entry.name, kind)],
+                                   note="volumes are kept")
         writer = writes.writer()
 
         def remove(kind: ResourceKind, object_id: str) -> None:

@@ -19,6 +19,7 @@ from app.errors import ProblemError
 from app.http import admission, writes
 from app.resources import STACK_LABEL, ResourceKind
 from app.schemas.v1.envelopes import DETAIL_SCHEMAS
+from app.writes import dry_run
 
 blp = Blueprint("service_actions", __name__, description="Service actions and removal (gated writes).")
 SERVICE = ResourceKind.SERVICE
@@ -115,6 +116,8 @@ class Remove(MethodView):
         if labels.get(STACK_LABEL) and request.args.get("force") != "true":
             raise ProblemError("SVC002", detail=f"Service {entry.name} belongs to stack {labels[STACK_LABEL]}; "
                                                 "remove the stack, or pass force=true.")
+        if dry_run.active():
+            return dry_run.removal(op, entry)
         writes.engine_write(op, SERVICE, entry.id, lambda: writes.writer().remove("service", entry.id))
         writes.read_back(op, SERVICE, entry.id)
         return writes.no_content()

@@ -26,6 +26,7 @@ from app.http.negotiation import negotiated
 from app.resources import ResourceKind
 from app.runtime import app_engine, current_runtime
 from app.schemas.v1.swarm import SwarmV1, UnlockKeyV1, section_schema
+from app.writes import dry_run
 from app.writes.operations import operation
 
 blp = Blueprint("swarm", __name__, description="The swarm: settings, rotations, unlock (gated writes).")
@@ -94,6 +95,8 @@ def _patch_section(section: Section) -> Response:
     engine = swarm_engine()
     version, spec = engine.version_and_spec()
     new, changed = patched_spec(spec, section, patch)
+    if dry_run.active():
+        return dry_run.swarm_update(op, spec, new)
     if changed:
         writes.engine_write(op, None, None, lambda: engine.update(version, new))
         _, spec = engine.version_and_spec()   # the answer is the engine's state, not a guess

@@ -45,16 +45,16 @@ from app.engine.writes import outcome_unknown as engine_outcome_unknown
 from app.errors import ProblemError
 from app.http import idempotency, respond
 from app.http.acl import current_access
-from app.http.allow import write_refusal
+from app.http.allow import acl_refusal, write_refusal
 from app.http.conditional import compute_etag, parse_if_match
 from app.http.issued_tags import issued_tags, record_issued, remember_for
 from app.http.jsonld import envelope
 from app.http.request_id import current_request_id
 from app.resources import ResourceKind
 from app.runtime import current_runtime
-from app.writes import labels
+from app.writes import dry_run, labels
 from app.writes.bounds import WriteBounds, check_patch, check_spec
-from app.writes.operations import Operation, operation
+from app.writes.operations import Operation, operation, tier_refusal
 from app.writes.rollout import changes_tasks, started_at, wait_settled
 
 log = logging.getLogger(__name__)
@@ -85,14 +85,31 @@ def not_found_code(target_type: str) -> str:
 # ---------------------------------------------------------------------------------------------- gate
 def begin(name: str) -> Operation:
     """Start a write: refuse it when the operations level is too low (403 OPS001), then when the caller
-    may not write the URL's object (403 ACL002; the key comes from ``request.view_args``)."""
+    may not write the URL's object (403 ACL002; the key comes from ``request.view_args``). An agent tool's
+    call (``g.tool_level``, app.mcp.tool_dispatch) is gated by the agents' level instead of the server's.
+    ``?dryRun=true`` marks a dry run (:mod:`app.writes.dry_run`: 400 API022 for a write without one), which
+    claims no Idempotency-Key."""
     op = operation(name)
-    refusal = write_refusal(op)
+    tool_level = g.get("tool_level")
+    refusal = write_refusal(op) if tool_level is None else tool_refusal(op, tool_level)
     if refusal is not None:
         raise refusal
+    dry = dry_run.requested()
+    if dry:
+        dry_run.check_supported(op)
+    g.dry_run = dry
     g.write_operation = op
-    idempotency.claim(audit_stamp()["identity"])   # a replay, 422 or 409 ends the request here
+    if not dry:
+        idempotency.claim(audit_stamp()["identity"])   # a replay, 422 or 409 ends the request here
     return op
+
+
+def tool_refusal(op: Operation, level: int) -> ProblemError | None:
+    """:func:`write_refusal` at the agent tools' level (``mcp.operations_level``) rather than the server's."""
+    refusal = tier_refusal(op, level)
+    if refusal is not None:
+        return ProblemError("OPS001", detail=refusal, extra={"requiredLevel": int(op.tier), "configuredLevel": level})
+    return acl_refusal(op)
 
 
 # ---------------------------------------------------------------------------------------------- target
@@ -254,6 +271,8 @@ def engine_write(op: Operation, kind: ResourceKind | None, object_id: str | None
     with the ``version`` it is based on), failures mapped to the operation's codes. An unknown outcome
     (the engine took the request but did not answer) is 504 ``ENG005``, and the audit stays pending for
     ``writes.pending_audit`` seconds, so the change is attributed when the watcher sees it."""
+    if dry_run.active():   # a view's dry-run branch was missed: never write (app.writes.dry_run)
+        raise RuntimeError(f"{op.name}: the engine was about to be called in a dry run")
     runtime = current_runtime()
     withdraw = None
     stamp = audit_stamp()
@@ -276,11 +295,21 @@ def engine_write(op: Operation, kind: ResourceKind | None, object_id: str | None
 
 
 def audit_stamp() -> dict[str, Any]:
-    """``{identity, requestId}``; the identity is the authenticated subject once auth modes exist."""
+    """``{identity, requestId}``; the identity is the authenticated subject once auth modes exist. A write
+    made by an agent tool adds ``via: "mcp"``, the ``tool`` and, with a bearer token, the OAuth ``client``."""
     identity = g.get("identity")
     subject = getattr(identity, "subject", None) if identity is not None else None
-    return {"identity": subject or "anonymous",
-            "requestId": idempotency.logical_request_id() or current_request_id()}   # a keyed retry: the first
+    stamp: dict[str, Any] = {"identity": subject or "anonymous",
+                             "requestId": idempotency.logical_request_id() or current_request_id()}   # a keyed
+    #                                                                                  retry: the first one's
+    tool, client = g.get("mcp_tool"), g.get("mcp_client_id")
+    if tool is not None or client is not None:
+        stamp["via"] = "mcp"
+    if tool is not None:
+        stamp["tool"] = tool
+    if client is not None:
+        stamp["client"] = client
+    return stamp
 
 
 def outcome_unknown(op: Operation, kind: ResourceKind | None, object_id: str | None,
@@ -459,6 +488,8 @@ def update_versioned(op: Operation, entry: Entry, mutate: Mutate, *, rollback: b
     pinned = idempotency.pinned_version(kind.value, entry.id)   # a retry of an unknown outcome: same base
     version = pinned or int(((entry.raw.get("Version") or {}).get("Index")) or 0)
     labels.refuse_reserved_changes(before, new_spec)   # API017: stack membership is not a label edit
+    if dry_run.active():
+        return dry_run.update(op, entry, new_spec, rollback=rollback)
     engine = writer()
     prefs = preferences()
     engine_write(op, kind, entry.id, functools.partial(_update_spec, engine, entry, version, before, new_spec,
