@@ -48,8 +48,12 @@ def test_pages_name_every_code_key_and_route(generated: Path) -> None:
     for row in ("| GET | `/services/{id}` |", "| PUT | `/services/{id}/scale` |", "| GET | `/history/{seq}` |",
                 "| PATCH | `/swarm/raft` |", "| GET | `/api/errors/{code}` |"):
         assert row in endpoints
+    levels = {(row[0].strip("| "), row[1].strip("`")): row[3] for row in
+              (line.split(" | ") for line in endpoints.splitlines() if " | `/" in line)}
+    assert levels[("PUT", "/services/{id}/scale")] == "1" and levels[("DELETE", "/services/{id}")] == "3"
+    assert levels[("GET", "/services/{id}")] == "—"
     rows = [line.split(" | ") for line in endpoints.splitlines() if line.startswith("| ") and " | `/" in line]
     assert len(rows) > 100
     assert [row[1] for row in rows if row[2] == "—"] == [], "routes without a purpose: give the view a docstring"
-    assert [row[1] for row in rows if row[3] == "—"] == [], \
+    assert [row[1] for row in rows if row[4] == "—"] == [], \
         "routes without a docs page: add their prefix to _ENDPOINT_PAGES in scripts/gen-docs"
