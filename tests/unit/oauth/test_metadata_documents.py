@@ -209,7 +209,7 @@ def test_the_host_is_resolved_once_and_tls_checks_the_url_host(https: Server, pk
     assert fetcher(pki, resolver=resolver).client(url).client_id == url
     assert calls == ["doc.example.test"]
     wrong = https.url("/client.json", host="other.example.test")   # same address, a name the cert lacks
-    with pytest.raises(UnknownClient, match="TLS with other.example.test failed"):
+    with pytest.raises(UnknownClient, match=r"TLS with other\.example\.test failed"):
         fetcher(pki, resolver=resolver).client(wrong)
 
 
