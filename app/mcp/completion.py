@@ -1,7 +1,8 @@
 """``completion/complete`` for the resource templates: values an agent can put in a template's variable.
 
 Values are what the URI accepts (``app.mcp.uris``): names first (those starting with the typed value, then
-those containing it, case-insensitively, each group sorted), then the ids starting with it; tasks, which
+those containing it, case-insensitively, each group sorted), then the ids starting with it (an empty value
+offers names only); tasks, which
 URIs name by id only, complete to ids (ids starting with the value, then the ids of tasks whose name
 ``<service>.<slot>`` starts with or contains it). Only objects the caller may read are considered (the
 REST read predicate), at most :data:`MAX_VALUES` values are returned, with the ``total`` found and
@@ -65,7 +66,7 @@ def candidates(kind: ResourceKind, value: str) -> list[str]:
         if kind.spec.id_is_name:     # stacks and volumes: the name is the id
             _match(entry.name.lower(), needle, entry.name, starts, contains)
             continue
-        if entry.id.lower().startswith(needle):
+        if (needle or kind is ResourceKind.TASK) and entry.id.lower().startswith(needle):
             ids.append(entry.id)
         if kind is ResourceKind.TASK:
             _match(task_name(cache, entry, keep).lower(), needle, entry.id, starts, contains)

@@ -249,7 +249,7 @@ class Notifier:
             self.stats.coalesced += 1
             if pair not in self._deferred:
                 self._deferred[pair] = last + window
-                self._wake.set()
+                self._kick()
             return
         self._send(subscriber, key, now)
 
