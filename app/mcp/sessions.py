@@ -152,9 +152,13 @@ class Session:
             raise StreamBusy(self.id)
         if self._ring is None:
             self._ring = deque()
-        first = [wire.priming(self._last_id) if self.version >= "2025-11-25" else wire.RETRY]
+        resumed = self._last_id
+        missed: list[tuple[int, bytes]] = []
         if last_event_id is not None:
-            first += self._replay(last_event_id)
+            missed = self._replay(last_event_id)
+            resumed = missed[0][0] - 1 if missed else self._last_id
+        first = [wire.priming(resumed) if self.version >= "2025-11-25" else wire.RETRY]
+        first += [frame for _, frame in missed]
         self.stream = Stream()
         self.last_used = time.monotonic()
         return self.stream, b"".join(first)
@@ -164,7 +168,7 @@ class Session:
             self.stream = None
             self.last_used = time.monotonic()
 
-    def _replay(self, last_event_id: str) -> list[bytes]:
+    def _replay(self, last_event_id: str) -> list[tuple[int, bytes]]:
         assert self._ring is not None
         try:
             seen = int(last_event_id)
@@ -174,13 +178,14 @@ class Session:
             return []
         oldest = self._ring[0][0] if self._ring else self._last_id + 1
         if 0 <= seen < self._last_id and oldest <= seen + 1:
-            return [frame for event_id, frame in self._ring if event_id > seen]
+            return [(event_id, frame) for event_id, frame in self._ring if event_id > seen]
         return self._sync()
 
-    def _sync(self) -> list[bytes]:
+    def _sync(self) -> list[tuple[int, bytes]]:
         """What a client that missed more than the ring holds gets: re-read the list and every subscription."""
-        frames = [self._record(LIST_CHANGED, {})]
-        frames += [self._record(UPDATED, {"uri": uri}) for uri in sorted(self.subscriptions)]
+        frames = [(self._last_id + 1, self._record(LIST_CHANGED, {}))]
+        for uri in sorted(self.subscriptions):
+            frames.append((self._last_id + 1, self._record(UPDATED, {"uri": uri})))
         return frames
 
     def end(self) -> None:
@@ -224,6 +229,7 @@ class SessionTable:
     """The sessions and listen streams of one app, their cap, the idle reaper and the stop at drain."""
 
     def __init__(self, app: Flask) -> None:
+        app = getattr(app, "_get_current_object", lambda: app)()   # never keep current_app's proxy
         settings = runtime_of(app).settings
         self.app = app
         self.runtime = runtime_of(app)
