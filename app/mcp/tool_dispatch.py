@@ -8,8 +8,9 @@ over only who calls: ``g.identity`` (so ``app.http.auth.authenticate_now`` does 
 OAuth client (``g.mcp_client_id``), the tool's name (``g.mcp_tool``, for the audit stamp) and the agents'
 level (``g.tool_level``: ``app.http.writes.begin`` gates on it instead of the server's). The inner request
 carries the outer one's ``Request-Id``, so the audit names the ``/mcp`` request the agent sent. It never
-reaches gunicorn, so the access log shows only the ``POST /mcp``; every view a tool runs is exempt from
-the admission gate (they wait on the engine), and a ticket taken anyway is released here.
+reaches gunicorn, so the access log shows only the ``POST /mcp``. The ``POST /mcp`` gives the admission gate
+up while the write waits on the engine (as the exempt REST write views never hold it); a ticket the inner
+request took anyway is released here.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def run(call: RestCall, *, tool: str, level: int, answers: tuple[ResourceKind, s
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     identity, client = g.get("identity"), g.get("mcp_client_id")
     environ = _environ(call)
-    with app.app_context(), app.request_context(environ):
+    with admission.released(), app.app_context(), app.request_context(environ):   # waits on the engine
         g.identity = identity
         g.mcp_client_id = client
         g.mcp_tool = tool

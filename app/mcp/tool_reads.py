@@ -21,6 +21,7 @@ from typing import Any
 from app.errors import ProblemError
 from app.http import respond
 from app.http.acl_read import read_filter, require_entry, require_grants
+from app.http.admission import released
 from app.http.search import require_synced
 from app.logs.facility import log_facility
 from app.logs.labels import Labeller
@@ -85,7 +86,8 @@ def get_logs(service: str, tail: int, since: str | None, level: str | None) -> d
     query = _WideQuery(limit=read, start=start, given_start=start is not None, read=read)
     cache = current_runtime().cache
     targets = service_targets(cache, service, require_entry)
-    selection = read_once(log_facility().engine, targets, query)
+    with released():   # waits on the engine: others may compute meanwhile
+        selection = read_once(log_facility().engine, targets, query)
     lines = selection.lines
     if level is not None:
         floor = LEVELS.index(level)
