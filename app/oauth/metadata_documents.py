@@ -72,6 +72,8 @@ def client_id_url_problem(url: str) -> str | None:
     fragment, no user name or password, no ``.``/``..`` segments."""
     if len(url) > MAX_URL or any(ord(ch) <= 0x20 or ord(ch) == 0x7F for ch in url):
         return f"a client_id URL must be at most {MAX_URL} characters without spaces or control characters"
+    if not url.isascii():
+        return "a client_id URL must be ASCII (an international host name in its xn-- form, the path %-encoded)"
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 (raises on a bad port)
@@ -206,7 +208,7 @@ class DocumentFetcher:
         except ValueError:
             raise DocumentRefused(f"{url[:200]!r} is not a valid URL") from None
         host = parts.hostname
-        if parts.scheme != "https" or not host or "@" in parts.netloc or len(url) > MAX_URL:
+        if parts.scheme != "https" or not host or "@" in parts.netloc or len(url) > MAX_URL or not url.isascii():
             raise DocumentRefused(f"{url[:200]} is not an https URL with a host (redirects must stay on https)")
         addresses = self._addresses(host, port)
         sock = self._connect(host, port, addresses, deadline)
@@ -228,7 +230,7 @@ class DocumentFetcher:
             if len(body) > self.max_bytes:
                 raise DocumentRefused(f"the document is more than the {self.max_bytes} bytes allowed")
             return 200, None, body
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, ValueError, http.client.HTTPException) as exc:   # ValueError: e.g. a bad header value
             raise DocumentRefused(f"{host} answered no valid HTTP response ({type(exc).__name__})") from None
         finally:
             connection.close()

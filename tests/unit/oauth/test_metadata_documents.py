@@ -135,6 +135,7 @@ def fetcher(pki: tuple[Any, Any], **kwargs: Any) -> DocumentFetcher:
     ("https://example.com/a/../client.json", "'.' or '..'"),
     ("https://example.com/client json", "without spaces"),
     ("https://example.com:99999/client.json", "not a valid URL"),
+    ("https://exämple.com/client.json", "must be ASCII"),
 ])
 def test_client_id_url_rules(url: str, fragment: str) -> None:
     problem = client_id_url_problem(url)
