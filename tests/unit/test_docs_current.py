@@ -3,6 +3,7 @@ scripts/gen-docs writes from the code now: a new error code, key or route withou
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,21 @@ def test_pages_name_every_code_key_and_route(generated: Path) -> None:
     assert [row[1] for row in rows if row[2] == "—"] == [], "routes without a purpose: give the view a docstring"
     assert [row[1] for row in rows if row[4] == "—"] == [], \
         "routes without a docs page: add their prefix to _ENDPOINT_PAGES in scripts/gen-docs"
+
+
+_FOREIGN = re.compile(r"reference\s*§|\breference\.md\b|shared/spec|\bissue\s+#?\d+|\bthe issue\b|\bthe reference\b",
+                      re.IGNORECASE)
+
+
+def test_docs_cite_only_themselves() -> None:
+    """docs/ and the README describe the interface in their own words: no citation of documents a reader of
+    this repository does not have (an external reference and its sections, issue numbers). A section sign is
+    only used for RFC sections."""
+    found = []
+    for page in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            cited = [match.group() for match in _FOREIGN.finditer(line)]
+            cited += [line[max(0, at - 12):at + 4] for at in (i for i, char in enumerate(line) if char == "§")
+                      if "RFC" not in line[max(0, at - 14):at]]
+            found += [f"{page.relative_to(ROOT)}:{number}: {text}" for text in cited]
+    assert found == [], "state the fact or link the docs page instead:\n" + "\n".join(found)
