@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from flask import Flask
 
+from app.oauth.addresses import client_address
 from app.oauth.clients import client_registry, close_registry
 from app.oauth.registration import MAX_BODY, RegistrationLimiter, init_registration
 from tests.fakes import FakeEngine
@@ -160,6 +161,22 @@ def test_an_untrusted_peer_cannot_pick_its_address(app: Flask) -> None:
     for number in range(3):
         assert register(app, peer="198.51.100.50", forwarded=f"203.0.113.{number}").status_code == 201
     assert register(app, peer="198.51.100.50", forwarded="203.0.113.200").status_code == 429
+
+
+@pytest.mark.parametrize(("peer", "forwarded", "expected"), [
+    ("198.51.100.1", "203.0.113.5", "198.51.100.1"),             # not a trusted proxy: its header is ignored
+    ("10.9.0.5", None, "10.9.0.5"),                               # a trusted proxy that forwards nothing
+    ("10.9.0.5", "203.0.113.5", "203.0.113.5"),
+    ("10.9.0.5", "1.2.3.4, 203.0.113.5", "203.0.113.5"),         # the right-most untrusted entry
+    ("10.9.0.5", "203.0.113.5, 10.9.8.8", "203.0.113.5"),        # past a second trusted proxy
+    ("10.9.0.5", "203.0.113.5, not-an-address", "10.9.0.5"),     # a malformed entry ends the walk
+    ("10.9.0.5", "2001:db8::7", "2001:db8::7"),
+    ("10.9.0.5", "10.9.1.1", "10.9.1.1"),                         # only proxies: the left-most
+    ("", "203.0.113.5", ""),                                      # a unix-socket peer has no address
+])
+def test_the_client_address(peer: str, forwarded: str | None, expected: str) -> None:
+    environ = {"REMOTE_ADDR": peer, **({} if forwarded is None else {"HTTP_X_FORWARDED_FOR": forwarded})}
+    assert client_address(environ, ("10.9.0.0/16",)) == expected
 
 
 def test_the_limiter_frees_a_slot_an_hour_after_the_oldest() -> None:
