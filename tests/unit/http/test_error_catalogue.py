@@ -67,7 +67,8 @@ OWN_ADDITIONS: dict[str, int] = {"API012": 400, "API013": 503, "API014": 413, "F
                                  "FLT006": 400, "SSE002": 400, "SWM012": 409, "TSK003": 409, "VOL003": 400,
                                  "NET003": 409, "NET004": 400,
                                  "API015": 400, "API016": 400, "API017": 400,
-                                 "API018": 400, "API019": 400, "API020": 422, "API021": 409, "ENG005": 504,
+                                 "API018": 400, "API019": 400, "API020": 422, "API021": 409, "API022": 400,
+                                 "ENG005": 504,
                                  "SSE003": 403}
 
 # The domain prefixes, in the catalogue's order.
