@@ -39,6 +39,7 @@ import gevent
 from flask import Flask
 from gevent.event import Event
 
+from app import heap
 from app.acl.source import load_text
 from app.auth.identity import Identity
 from app.cache.entries import stack_of
@@ -93,6 +94,7 @@ def main() -> None:
 
     cache = Cache()
     cache.replace_all(build_snapshot())
+    heap.settle()   # as the watcher does after a bulk write: no full collections over the cache
     services = [s for s in cache.entries(ResourceKind.SERVICE) if stack_of(s)]
     watched = services[0]
     stack = stack_of(watched)
