@@ -162,7 +162,6 @@ class Notifier:
             self._deferred.clear()
             return
         if changes or findings or overflow:
-            self._refresh_policy()
             touched = self._everything() if overflow else self._touched(changes)
             touched.findings = findings
             self._fan_out(touched, subscribers)
@@ -290,6 +289,8 @@ class Notifier:
             self._access.clear()
 
     def access_of(self, identity: Identity) -> Access:
+        """The identity's Access under the current policy (memoised until the policy object changes)."""
+        self._refresh_policy()
         access = self._access.get(identity)
         if access is None:
             policy: Any = self._policy

@@ -97,6 +97,27 @@ def test_a_hidden_objects_change_never_reaches_a_subscriber(app: Flask, synced_c
     assert alice.list_changes() == bob.list_changes() == 0   # updates change no list
 
 
+def test_a_policy_reload_is_followed(app: Flask, synced_cache: Cache, clock: Clock) -> None:
+    policies = [load_text(json.dumps(POLICY), "inline")]
+    made = Notifier(app, synced_cache, clock=clock, policy_of=lambda: policies[-1], auth_enabled=True)
+    made.stop()
+    unsubscribe = synced_cache.subscribe(made.on_changes)
+    try:
+        alice = subscriber(app, "alice", SERVICE_MONITOR)
+        relabel(synced_cache, ResourceKind.SERVICE, o.SVC_MONITOR, "1")
+        made.run_once()
+        assert alice.received == []
+        widened = {"grants": [*POLICY["grants"], {"resources": ["service:monitor"], "audience": ["user:alice"],
+                                                  "permissions": ["read"]}]}
+        policies.append(load_text(json.dumps(widened), "inline"))
+        clock.now += 1
+        relabel(synced_cache, ResourceKind.SERVICE, o.SVC_MONITOR, "2")
+        made.run_once()
+        assert alice.updated() == [SERVICE_MONITOR]
+    finally:
+        unsubscribe()
+
+
 def test_create_and_remove_send_list_changed_to_those_who_may_read_the_object(app: Flask, synced_cache: Cache,
                                                                                notifier: Notifier,
                                                                                clock: Clock) -> None:
