@@ -163,7 +163,8 @@ def authorize_post() -> Response:
                                                         "error_description": "the user refused the authorization",
                                                         "state": req.state})
     code = server.codes.issue(req.client.client_id, req.redirect_uri, req.code_challenge, req.resource,
-                              identity.subject, identity.groups)
+                              identity.subject, identity.groups,
+                              refresh="refresh_token" in req.client.grant_types)
     return redirect_back(server, req.redirect_uri, {"code": code, "state": req.state})
 
 

@@ -25,6 +25,7 @@ class CodeGrant:
     subject: str
     groups: tuple[str, ...]
     expires: float
+    refresh: bool = True       # the client registered the refresh_token grant: the exchange gives one
 
 
 class CodeStore:
@@ -34,13 +35,13 @@ class CodeStore:
         self._ttl, self._max, self._clock = ttl, max_codes, clock
 
     def issue(self, client_id: str, redirect_uri: str, code_challenge: str, resource: str, subject: str,
-              groups: tuple[str, ...]) -> str:
+              groups: tuple[str, ...], *, refresh: bool = True) -> str:
         now = self._clock()
         while self._codes and (len(self._codes) >= self._max or next(iter(self._codes.values())).expires <= now):
             self._codes.popitem(last=False)
         code = secrets.token_urlsafe(32)
         self._codes[code] = CodeGrant(client_id, redirect_uri, code_challenge, resource, subject, groups,
-                                      now + self._ttl)
+                                      now + self._ttl, refresh)
         return code
 
     def redeem(self, code: str) -> CodeGrant | None:

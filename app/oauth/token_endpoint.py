@@ -87,6 +87,8 @@ def _authorization_code(server: OAuthServer, params: dict[str, str]) -> dict[str
         raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge")
     if resource is not None and resource != grant.resource:
         raise OAuthError("invalid_target", "the resource differs from the authorization request's")
+    if not grant.refresh:   # the client did not register the refresh_token grant
+        return _reply(server, grant.subject, grant.groups, client_id, None)
     token, token_hash = new_refresh_token()
     now = time.time()
     server.grants().add(RefreshRecord(token_hash, secrets.token_urlsafe(16), client_id, grant.subject, grant.groups,
@@ -123,7 +125,10 @@ def _refresh(server: OAuthServer, params: dict[str, str]) -> dict[str, Any]:
 
 
 def _reply(server: OAuthServer, subject: str, groups: tuple[str, ...], client_id: str,
-           refresh_token: str) -> dict[str, Any]:
+           refresh_token: str | None) -> dict[str, Any]:
     tokens = server.access_tokens()
-    return {"access_token": tokens.issue(subject, groups, client_id), "token_type": "Bearer",
-            "expires_in": tokens.ttl, "refresh_token": refresh_token}
+    body: dict[str, Any] = {"access_token": tokens.issue(subject, groups, client_id), "token_type": "Bearer",
+                            "expires_in": tokens.ttl}
+    if refresh_token is not None:
+        body["refresh_token"] = refresh_token
+    return body

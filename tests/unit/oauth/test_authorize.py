@@ -13,6 +13,7 @@ from tests.unit.oauth.test_authorize_support import (
     CLIENT,
     ISSUER,
     REDIRECT,
+    REFRESH_ONLY,
     RESOURCE,
     USER,
     VERIFIED,
@@ -88,6 +89,13 @@ def test_request_errors_redirect_back(app: Flask, overrides: dict[str, str | Non
     assert params["state"] == "state-123"
     assert params["iss"] == ISSUER
     assert "code" not in params
+
+
+def test_a_client_without_the_code_grant_is_refused(app: Flask) -> None:
+    _, challenge = pkce()
+    response = _get(app, authorize_params(challenge, client_id=REFRESH_ONLY.client_id))
+    assert response.status_code == 302
+    assert location_params(response.headers["Location"])["error"] == "unauthorized_client"
 
 
 def test_resource_may_be_omitted_when_not_required() -> None:

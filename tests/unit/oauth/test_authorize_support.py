@@ -26,6 +26,8 @@ REDIRECT = "http://127.0.0.1:5555/callback"
 CLIENT = OAuthClient("client-1", "Test Agent", (REDIRECT, "http://127.0.0.1:5555/other?keep=1"), verified=False)
 VERIFIED = OAuthClient("https://agent.example/meta.json", "Verified Agent", ("https://agent.example/cb",),
                        verified=True)
+CODE_ONLY = OAuthClient("client-2", "No Refresh", (REDIRECT,), verified=False, grant_types=("authorization_code",))
+REFRESH_ONLY = OAuthClient("client-3", "Odd", (REDIRECT,), verified=False, grant_types=("refresh_token",))
 USER = {"X-User": "alice", "X-Groups": "ops,dev"}
 
 
@@ -47,7 +49,7 @@ def make_app(**overrides: Any) -> Flask:
     app = create_app(Settings(**values), configure_logging=False)
     server = maybe_server(app)
     if server is not None:   # auth mode none has no authorization server
-        server.registry = FakeRegistry(CLIENT, VERIFIED)
+        server.registry = FakeRegistry(CLIENT, VERIFIED, CODE_ONLY, REFRESH_ONLY)
     return app
 
 

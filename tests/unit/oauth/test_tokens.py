@@ -15,6 +15,7 @@ from app.oauth.tokens import AccessTokens, hash_token
 from app.store.oauth_grants import MemoryGrants, RefreshRecord, Rotation, SqliteGrants
 from tests.unit.oauth.test_authorize_support import (
     CLIENT,
+    CODE_ONLY,
     ISSUER,
     REDIRECT,
     RESOURCE,
@@ -171,6 +172,15 @@ def test_expired_refresh_token() -> None:
     grants._clock = lambda: 10**12   # far past every expiry
     response = refresh(client, body["refresh_token"])
     assert response.status_code == 400 and response.get_json()["error"] == "invalid_grant"
+
+
+def test_a_client_without_the_refresh_grant_gets_no_refresh_token(app: Flask) -> None:
+    client = app.test_client()
+    verifier, challenge = pkce()
+    code = obtain_code(client, challenge, client_id=CODE_ONLY.client_id)
+    response = exchange(client, code, verifier, client_id=CODE_ONLY.client_id)
+    assert response.status_code == 200
+    assert set(response.get_json()) == {"access_token", "token_type", "expires_in"}
 
 
 def test_basic_auth_names_the_client(app: Flask) -> None:
