@@ -47,9 +47,25 @@ def wait_for(condition: Callable[[], object], timeout: float, interval: float = 
                 return result
         except Exception as exc:  # the condition may race with the engine; retry until the deadline
             last_error = exc
-        time.sleep(interval)
+        time.sleep(interval)     # the poll interval of this bounded wait
     raise AssertionError(f"timed out after {timeout}s waiting for {message}"
                          + (f" (last error: {last_error})" if last_error else ""))
+
+
+def wait_steady(value: Callable[[], object], quiet: float, timeout: float, interval: float = 0.05,
+                message: str = "a steady value") -> Any:
+    """Poll ``value`` until it is truthy and has not changed for ``quiet`` seconds; return it, or fail after
+    ``timeout``. For "let the trailing changes land": a condition on stillness instead of a fixed sleep."""
+    state: dict[str, Any] = {"value": None, "since": 0.0}
+
+    def still() -> object:
+        current, now = value(), time.monotonic()
+        if not current or current != state["value"]:
+            state.update(value=current, since=now)
+            return None
+        return current if now - state["since"] >= quiet else None
+
+    return wait_for(still, timeout, interval, message)
 
 
 def lab(*args: str, timeout: float = 600) -> str:

@@ -38,7 +38,7 @@ def wait_until(condition: Callable[[], T], timeout: float = 5.0, interval: float
             return result
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        gevent.sleep(interval)
+        gevent.sleep(interval)   # the poll interval of this bounded wait
 
 
 @dataclass

@@ -86,7 +86,7 @@ def test_a_listing_that_trickles_past_its_deadline_is_engine_unavailable(tmp_pat
         for _ in range(200):  # bounded: 200 chunks of 300 KB, 50 ms apart
             item = b'{"ID":"' + b"x" * 300_000 + b'"},'
             conn.sendall(f"{len(item):x}\r\n".encode() + item + b"\r\n")
-            gevent.sleep(0.05)
+            gevent.sleep(0.05)   # a deliberately slow engine: the body trickles in
         conn.close()
 
     feeder = gevent.spawn(trickle)

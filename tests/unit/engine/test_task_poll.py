@@ -299,7 +299,7 @@ def test_a_removed_service_is_no_failure_and_its_tasks_are_found_by_a_full_listi
     poller.hint(o.SVC_WEB)
     poller.hint(o.SVC_DB)
     wait_until(lambda: None in listed(lister), 1, message="the full listing")
-    gevent.sleep(0.05)
+    gevent.sleep(0.05)   # not a wait: a window in which no failure and no second listing may come
     assert failures == []
     assert listed(lister) == [None], "one full listing stands in for both removed services"
     assert not cache.task_ids_of_service(o.SVC_WEB)
@@ -337,7 +337,7 @@ def test_nothing_is_listed_while_not_ready(lister: Lister, cache: Cache) -> None
                         TaskPollSettings(debounce=0.0, follow_ups=(), counts_interval=0.01, sweep_interval=0.02))
     greenlet = gevent.spawn(poller.run)
     poller.hint(o.SVC_WEB)
-    gevent.sleep(0.1)
+    gevent.sleep(0.1)   # not a wait: several sweep intervals in which nothing may be listed
     poller.stop()
     greenlet.join(1)
     assert lister.calls == []

@@ -29,7 +29,7 @@ class FreezableEngine(FakeEngine):
     def ping(self, timeout: float) -> None:
         self.pings += 1
         if self.frozen:
-            gevent.sleep(timeout)
+            gevent.sleep(timeout)   # a frozen engine: no answer within the probe's timeout
             raise TimeoutError("no answer")
 
 
@@ -73,7 +73,7 @@ def test_an_engine_client_without_ping_is_not_probed() -> None:
     engine = FakeEngine(o.cluster())
     watcher, cache = start(engine)
     try:
-        gevent.sleep(0.3)
+        gevent.sleep(0.3)   # not a wait: several probe intervals in which nothing may go stale
         assert cache.freshness.connected and watcher.stats.probe_failures == 0
     finally:
         watcher.stop(timeout=2)

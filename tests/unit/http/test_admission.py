@@ -132,9 +132,12 @@ def request_in_greenlet(app: Flask, path: str, method: str = "GET", **kwargs: ob
 
 
 def settle() -> None:
-    """Let spawned greenlets run up to their first wait, and the gate's hand-off timers fire."""
+    """Let spawned greenlets run up to their first wait, and the gate's hand-off timers fire.
+
+    Not a timed wait: everything here is in-process greenlets and zero-delay hub timers, so a few loop turns
+    reach the quiet state whatever the machine's load (the tests then assert who is still waiting)."""
     for _ in range(5):
-        gevent.sleep(0.001)
+        gevent.sleep(0.001)   # one loop turn each
 
 
 def answer(glet: gevent.Greenlet, timeout: float = 5) -> TestResponse:

@@ -3,10 +3,13 @@ an uncrowded one leaves them, a wait whose head arrived is never cut, shutdown c
 
 from __future__ import annotations
 
+import time
+
 import gevent
 import gevent.event
 
 from app.http.connections import HeadWaits
+from tests.unit.support import wait_until
 
 
 def idle(waits: HeadWaits, seconds: float, arrived: gevent.event.Event | None = None) -> gevent.Greenlet:
@@ -19,10 +22,16 @@ def idle(waits: HeadWaits, seconds: float, arrived: gevent.event.Event | None = 
     return gevent.spawn(wait)
 
 
+def older_than(waits: HeadWaits, count: int, seconds: float) -> bool:
+    """``count`` head waits, each begun more than ``seconds`` ago (old enough for the reaper)."""
+    now = time.monotonic()
+    return len(waits.waiting) == count and all(now - wait.began > seconds for wait in waits.waiting.values())
+
+
 def test_a_crowded_worker_closes_the_oldest_idle_connections_early() -> None:
     waits = HeadWaits(10, share=0.5, crowded_timeout=0.05)
     connections = [idle(waits, 5.0) for _ in range(6)]
-    gevent.sleep(0.1)
+    wait_until(lambda: older_than(waits, 6, 0.05), message="six waits past the crowded timeout")
     assert len(waits.waiting) == 6
     assert waits.reap() == 6
     gevent.joinall(connections, timeout=1)
@@ -33,7 +42,7 @@ def test_a_crowded_worker_closes_the_oldest_idle_connections_early() -> None:
 def test_an_uncrowded_worker_leaves_idle_connections_their_time() -> None:
     waits = HeadWaits(10, share=0.5, crowded_timeout=0.01)
     connections = [idle(waits, 5.0) for _ in range(4)]
-    gevent.sleep(0.05)
+    wait_until(lambda: older_than(waits, 4, 0.01), message="four waits past the crowded timeout")
     assert waits.reap() == 0 and len(waits.waiting) == 4
     waits.cut_all()
     gevent.joinall(connections, timeout=1)
@@ -44,7 +53,7 @@ def test_a_head_that_arrived_before_the_cut_is_served() -> None:
     waits = HeadWaits(1, share=1.0, crowded_timeout=0.0)
     arrived = gevent.event.Event()
     connection = idle(waits, 5.0, arrived)
-    gevent.sleep(0.01)
+    wait_until(lambda: len(waits.waiting) == 1, message="the head wait registered")
     arrived.set()          # the head comes in, and in the same turn the reaper cuts the wait
     waits.cut_all()
     connection.join(1)

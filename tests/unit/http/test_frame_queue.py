@@ -6,6 +6,7 @@ from __future__ import annotations
 import gevent
 
 from app.http.frame_queue import END, FrameQueue
+from tests.unit.support import wait_until
 
 
 def test_a_producer_waits_at_the_byte_cap_and_loses_nothing() -> None:
@@ -20,14 +21,14 @@ def test_a_producer_waits_at_the_byte_cap_and_loses_nothing() -> None:
         queue.end()
 
     producer = gevent.spawn(produce)
-    gevent.sleep(0.01)
+    wait_until(lambda: len(produced) >= 4, message="the producer at the cap")
     assert len(produced) == 4 and queue.queued_bytes == 1200   # at most the cap plus one frame
     received = b""
     while (chunk := queue.take(1.0)) is not END:
         assert chunk is not None
         assert len(chunk) <= 1200
         received += chunk
-        gevent.sleep(0)
+        gevent.sleep(0)   # a yield: the producer refills between two takes
     producer.join(1)
     assert received == line * 20 and len(produced) == 20
 
@@ -45,7 +46,7 @@ def test_end_releases_a_waiting_producer() -> None:
     queue = FrameQueue(max_bytes=10)
     queue.put(b"0123456789")
     waiting = gevent.spawn(queue.put, b"more")
-    gevent.sleep(0.01)
+    gevent.sleep(0.01)   # not a wait: a window in which the put must stay blocked
     assert not waiting.ready()
     queue.end()
     waiting.join(1)

@@ -15,6 +15,7 @@ from app.streams.events import ALL
 from app.streams.hub import Hub
 from app.streams.response import _body
 from app.streams.wire import RETRY
+from tests.unit.support import wait_until
 
 
 def drain(body: Iterator[bytes], into: list[bytes]) -> None:
@@ -47,7 +48,7 @@ def test_an_event_stream_ends_with_the_shutdown_frame() -> None:
     client = hub.open(frozenset({ALL}))
     chunks: list[bytes] = []
     reader = gevent.spawn(drain, _body(hub, client, iter(()), keepalive=60.0), chunks)
-    gevent.sleep(0.05)
+    wait_until(lambda: chunks, message="the stream's first frame")
     hub.shutdown()
     reader.join(2)
     assert reader.dead and chunks[0] == RETRY and chunks[-1] == SHUTDOWN
@@ -70,11 +71,13 @@ def test_a_live_producer_ahead_of_its_client_waits_at_the_byte_cap_and_shutdown_
         response = live_response(slots, producer)
     body = iter(response.response)
     assert next(body) == b"retry: 3000\n\n"
-    gevent.sleep(0.1)                      # the client reads nothing more: the producer runs ahead
+    # The client reads nothing more: the producer runs ahead up to the byte cap and stops there (it gives the
+    # loop back only by blocking, so once the count is reached it is blocked).
+    wait_until(lambda: len(emitted) >= 256 * 1024 // len(frame), message="the producer at the byte cap")
     assert 256 * 1024 // len(frame) <= len(emitted) <= 256 * 1024 // len(frame) + 1
     rest: list[bytes] = []
     reader = gevent.spawn(drain, body, rest)
-    gevent.sleep(0.05)
+    wait_until(lambda: rest, message="the reader's first chunk")
     slots.shutdown()
     reader.join(2)
     response.close()

@@ -55,13 +55,13 @@ def endless(chunk: bytes) -> Handler:
         start_response("200 OK", [("Content-Type", "application/json")])
         while True:
             yield chunk
-            gevent.sleep(0)
+            gevent.sleep(0)   # a yield between chunks (the server stays responsive), not a wait
     return handle
 
 
 def slow(seconds: float) -> Handler:
     def handle(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        gevent.sleep(seconds)
+        gevent.sleep(seconds)   # a deliberately slow upstream: the delay is what the test is about
         start_response("200 OK", [("Content-Type", "application/json")])
         return [b'{"status":"success","data":[]}']
     return handle

@@ -26,7 +26,7 @@ class ScriptedClient(PrometheusClient):
 
     def get(self, segments: Sequence[str], params: Sequence[tuple[str, str]] = ()) -> bytes:
         self.calls.append((segments, params))
-        gevent.sleep(self.delay)
+        gevent.sleep(self.delay)   # a deliberately slow Prometheus (the tests on overlapping ticks)
         answer = self.answers.pop(0) if self.answers else b'{"status":"success"}'
         if isinstance(answer, UpstreamError):
             raise answer
@@ -38,7 +38,7 @@ def collect(client: PrometheusClient, plan: StreamPlan, count: int, timeout: flo
     producer = gevent.spawn(metrics_producer(client, plan), frames.append)
     deadline = time.monotonic() + timeout
     while len(frames) < count and time.monotonic() < deadline:
-        gevent.sleep(0.01)
+        gevent.sleep(0.01)   # the poll interval of this bounded wait (what arrived is returned for the asserts)
     producer.kill()
     return frames
 

@@ -170,15 +170,17 @@ def test_a_bad_key_is_wrt003_and_nothing_is_written(level1: tuple[FlaskClient, F
 def test_a_key_in_flight_is_409(level1: tuple[FlaskClient, FakeWriter]) -> None:
     client, writer = level1
     release = gevent.event.Event()
+    entered = gevent.event.Event()
     update = writer.update_spec
 
     def slow(*args: Any, **kwargs: Any) -> None:
+        entered.set()
         release.wait(5)
         update(*args, **kwargs)
 
     writer.update_spec = slow   # type: ignore[method-assign]
     first = gevent.spawn(scale, client, 4)
-    gevent.sleep(0.2)
+    assert entered.wait(5), "the first write never reached the engine"
     busy = scale(client, 4)
     assert busy.status_code == 409 and busy.get_json()["code"] == "API021" and busy.headers["Retry-After"]
     release.set()

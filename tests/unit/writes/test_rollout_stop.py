@@ -30,7 +30,7 @@ def test_the_stop_event_ends_a_wait_with_the_rollout_so_far() -> None:
     writer = SlowRollout()
     waiting = gevent.spawn(wait_settled, writer, "s1", 60.0, expects_update=True,  # type: ignore[arg-type]
                            previous_start=None, stop=stop)
-    gevent.sleep(0.6)
+    gevent.sleep(0.6)   # not a wait: the time spent waiting is what ``waitedSeconds`` must report below
     assert not waiting.ready() and writer.polls >= 2
     stopped = time.monotonic()
     stop.set()
