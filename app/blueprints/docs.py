@@ -10,6 +10,7 @@ from flask_smorest import Blueprint
 from app.errors import REGISTRY
 from app.http.feed_docs import FEED_MARKER
 from app.schemas.v1.envelopes import ListArgsV1, ProblemV1
+from app.writes import dry_run
 from app.writes.operations import TIER_NAMES, operation
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -112,15 +113,26 @@ def write_documented(blp: Blueprint, name: str, *, body: dict[str, Any] | None =
                               if media.endswith("json-patch+json") else (body or {"type": "object"})}
         docs["requestBody"] = {"required": op.method != "DELETE", "content": content}
     docs[IDEMPOTENT_MARKER] = True   # app.openapi adds the Idempotency-Key parameter (views add their own)
+    dry = name in dry_run.SUPPORTED   # ?dryRun=true answers 200 WriteDryRun (others: 400 API022)
+    if dry:
+        docs["parameters"] = [dry_run.PARAMETER_DOC]   # a view's own blp.doc(parameters=...) lists it too
+        codes[400] += " dryRun neither true nor false (API012)."
+    else:
+        codes[400] += " dryRun=true: this write has no dry run (API022)."
 
     def decorate(view: F) -> F:
         if returns is not None:
-            view = blp.response(success, returns, description=f"{op.name}: the state after the write, "
-                                                              "read back from the engine.",
+            answer = {"anyOf": [returns, dry_run.SCHEMA]} if dry and success == 200 else returns
+            view = blp.response(success, answer, description=f"{op.name}: the state after the write, read back "
+                                                             "from the engine" + ("; with dryRun=true what would "
+                                                                                  "change." if dry else "."),
                                 headers=REPLAYED_HEADER)(view)
             view = blp.alt_response(204, description="Prefer: return=minimal (Preference-Applied).")(view)
         else:
             view = blp.response(204, description=f"{op.name} done.", headers=REPLAYED_HEADER)(view)
+        if dry and (returns is None or success != 200):
+            view = blp.alt_response(200, schema=dry_run.SCHEMA, description="dryRun=true: what would change; "
+                                                                             "nothing was written.")(view)
         view = errors(blp, *statuses, codes=codes)(view)
         decorated: F = blp.doc(**docs)(view)
         return decorated

@@ -105,7 +105,7 @@ class Labels(MethodView):
 @blp.route("/nodes/<id>")
 class Remove(MethodView):
     @admission.exempt
-    @blp.doc(parameters=[FORCE])
+    @blp.doc(parameters=[FORCE, dry_run.PARAMETER_DOC])
     @write_documented(blp, "remove_node", description=(
         "Remove the node from the swarm. A node that is not down is refused with 409 NOD001 unless force=true; "
         "the engine refuses a manager (demote it first)."))

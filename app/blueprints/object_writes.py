@@ -220,9 +220,9 @@ class Network(MethodView):
 @blp.route("/volumes")
 class Volumes(MethodView):
     @admission.exempt
-    @blp.alt_response(200, schema=DETAIL_SCHEMAS[VOLUME], description=(
+    @blp.alt_response(200, schema={"anyOf": [DETAIL_SCHEMAS[VOLUME], dry_run.SCHEMA]}, description=(
         "A volume of that name exists already: it is answered, unchanged (the engine's create is idempotent "
-        "for volumes)."))
+        "for volumes); with dryRun=true, what would be created."))
     @write_documented(blp, "create_volume", returns=DETAIL_SCHEMAS[VOLUME], success=201, body={
         "type": "object", "required": ["name"], "additionalProperties": False, "properties": {
             "name": {"type": "string", "pattern": objects.VOLUME_NAME.pattern},
@@ -258,7 +258,7 @@ class Volumes(MethodView):
 @blp.route("/volumes/<name>")
 class Volume(MethodView):
     @admission.exempt
-    @blp.doc(parameters=[FORCE])
+    @blp.doc(parameters=[FORCE, dry_run.PARAMETER_DOC])
     @write_documented(blp, "remove_volume", description="Remove the volume; 409 VOL001 while a container uses it.")
     def delete(self, name: str) -> Response:
         return _remove("remove_volume", VOLUME, name, force=request.args.get("force") == "true")

@@ -154,3 +154,29 @@ def swarm_update(op: Operation, current: Mapping[str, Any], new: Mapping[str, An
     text = ", ".join(entry["field"] for entry in members["changes"][:5]) or "no change"
     target = {"type": "swarm", "id": "cluster", "@id": respond.base_path() + "/swarm"}
     return _answer(op, "update" if found else "none", target, text, members)
+
+
+# ---------------------------------------------------------------------------------------------- API document
+_REF = {"type": "object", "properties": {"type": {"type": "string"}, "id": {"type": "string"},
+                                         "name": {"type": "string"}, "@id": {"type": "string"}}}
+SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["@type", "dryRun", "operation", "action", "target", "summary"],
+    "description": "The answer of a dry run (dryRun=true): what the write would change; nothing was written.",
+    "properties": {
+        "@context": {"type": "string"}, "@id": {"type": "string"}, "@type": {"const": JSONLD_TYPE},
+        "dryRun": {"const": True}, "operation": {"type": "string", "description": "the write's operation name"},
+        "action": {"enum": ["update", "remove", "create", "none"]}, "target": _REF,
+        "summary": {"type": "string", "description": "as the history entry of the change would say it"},
+        "changes": {"type": "array", "description": "updates: field-level differences (the history entry's "
+                                                    "format: {field, old?, new?, abridged?})",
+                    "items": {"type": "object", "required": ["field"], "properties": {
+                        "field": {"type": "string"}, "old": {}, "new": {}, "abridged": {"type": "boolean"}}}},
+        "changesOmitted": {"type": "integer"},
+        "removes": {"type": "array", "items": _REF, "description": "removals: what would be removed"},
+        "creates": {"type": "object", "description": "creates: the spec that would be sent to the engine",
+                    "properties": {"type": {"type": "string"}, "spec": {"type": "object"}}},
+        "note": {"type": "string"}}}
+PARAMETER_DOC: dict[str, Any] = {
+    "in": "query", "name": PARAMETER, "required": False, "schema": {"type": "string", "enum": ["true", "false"]},
+    "description": "true: run every check of the write and answer 200 with what would change (WriteDryRun); "
+                   "nothing is written, audited or recorded."}
