@@ -164,7 +164,7 @@ class DelayedEngine:
                                        "events dropped": 0, "silences": 0}
 
     def _delay(self, up_to: float) -> None:
-        gevent.sleep(self._rng.uniform(0, up_to) * self._scale)
+        gevent.sleep(self._rng.uniform(0, up_to) * self._scale)   # the injected slowness is the point
 
     def silent(self) -> bool:
         now = self._clock()
@@ -182,7 +182,7 @@ class DelayedEngine:
             self.counts["held task listings"] += 1
             delivered, deadline = self._task_listings, self._clock() + 3.0 * self._scale
             while self._task_listings == delivered and self._clock() < deadline:
-                gevent.sleep(0.01 * self._scale)
+                gevent.sleep(0.01 * self._scale)   # the poll interval of this bounded hold
         elif roll < 0.4:
             self.counts["slow listings"] += 1
             self._delay(1.0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ import pytest
 
 from app.acl.source import PolicySource, check_policy, load_file
 from app.config import ConfigError, Settings, load_settings
+from tests.unit.support import wait_until
 
 FAST = 0.02     # poll interval in the watcher tests (production: 0.2 s)
 
@@ -27,15 +28,6 @@ def text(*resources: str) -> str:
 def resources(source: PolicySource) -> list[str]:
     assert source.policy is not None
     return [f"{r.type}:{r.glob}" for g in source.policy.grants for r in g.resources]
-
-
-def eventually(condition: Callable[[], Any], timeout: float = 2.0) -> None:
-    """Yield to the watcher greenlet until ``condition`` holds (bounded)."""
-    for _ in range(int(timeout / 0.01)):
-        if condition():
-            return
-        gevent.sleep(0.01)
-    raise AssertionError(f"not within {timeout} s")
 
 
 def bump(path: Path, content: str) -> None:
@@ -154,7 +146,7 @@ def test_a_changed_file_is_swapped_in(watched: PolicySource, policy_file: Path,
     caplog.set_level(logging.INFO, "app.acl.source")
     assert resources(watched) == ["service:first"]
     bump(policy_file, text("service:second", "stack:shop"))
-    eventually(lambda: watched.reloads == 1)
+    wait_until(lambda: watched.reloads == 1, message="the watcher's reload")
     assert resources(watched) == ["service:second", "stack:shop"] and watched.last_error is None
     assert "acl policy reloaded (1 grants)" in caplog.text
 
@@ -163,7 +155,7 @@ def test_an_editor_rename_is_seen(watched: PolicySource, policy_file: Path) -> N
     replacement = policy_file.with_suffix(".tmp")
     replacement.write_text(text("service:renamed"))
     os.replace(replacement, policy_file)                              # a new inode at the same path
-    eventually(lambda: watched.reloads == 1)
+    wait_until(lambda: watched.reloads == 1, message="the watcher's reload")
     assert resources(watched) == ["service:renamed"]
 
 
@@ -172,14 +164,14 @@ def test_an_invalid_file_keeps_the_previous_policy(watched: PolicySource, policy
     caplog.set_level(logging.INFO, "app.acl.source")
     previous = watched.policy
     bump(policy_file, '{"grants": [{"resources": ["service:x"], "permissions": ["fly"]}], "note": "TOPSECRET"}')
-    eventually(lambda: watched.last_error is not None)
+    wait_until(lambda: watched.last_error is not None, message="the failed reload")
     assert watched.policy is previous and watched.reloads == 0
     assert "unknown permission 'fly'" in (watched.last_error or "")
     record = next(r for r in caplog.records if r.getMessage().startswith("acl policy reload failed"))
     assert record.levelno == logging.WARNING and "keeping the previous policy" in record.getMessage()
     assert "TOPSECRET" not in caplog.text                             # the file's content is never logged
     bump(policy_file, text("service:fixed"))                          # a good file after a bad one
-    eventually(lambda: watched.reloads == 1)
+    wait_until(lambda: watched.reloads == 1, message="the watcher's reload")
     assert resources(watched) == ["service:fixed"] and watched.last_error is None
 
 
@@ -188,11 +180,11 @@ def test_a_deleted_file_keeps_the_previous_policy(watched: PolicySource, policy_
     caplog.set_level(logging.INFO, "app.acl.source")
     previous = watched.policy
     policy_file.unlink()
-    eventually(lambda: watched.last_error == "the file is gone")
+    wait_until(lambda: watched.last_error == "the file is gone", message="the removal noticed")
     assert watched.policy is previous
     assert "acl policy file removed, keeping the previous policy" in caplog.text
     policy_file.write_text(text("service:back"))                      # created again: loaded
-    eventually(lambda: watched.reloads == 1)
+    wait_until(lambda: watched.reloads == 1, message="the watcher's reload")
     assert resources(watched) == ["service:back"]
 
 
@@ -215,10 +207,10 @@ def test_the_default_interval_reloads_within_a_second(policy_file: Path) -> None
     source = PolicySource(Settings(acl_policy_file=str(policy_file)))
     source.start()
     try:
-        gevent.sleep(0.25)
+        gevent.sleep(0.25)   # not a wait: puts the change between two 200 ms polls (the timing under test)
         bump(policy_file, text("service:quick"))
         started = gevent.get_hub().loop.now()
-        eventually(lambda: source.reloads == 1, timeout=1.0)
+        wait_until(lambda: source.reloads == 1, message="the reload")
         assert 0.15 <= gevent.get_hub().loop.now() - started <= 0.7  # two 200 ms polls, give or take one
     finally:
         source.stop()
@@ -230,5 +222,5 @@ def test_stop_ends_the_watcher(policy_file: Path) -> None:
     source.start()                                                    # idempotent
     source.stop()
     bump(policy_file, text("service:after-stop"))
-    gevent.sleep(FAST * 5)
+    gevent.sleep(FAST * 5)   # not a wait: five poll intervals in which a stopped watcher may reload nothing
     assert resources(source) == ["service:first"] and source.reloads == 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import gevent
 import pytest
 from flask.testing import FlaskClient
 
@@ -16,7 +15,7 @@ from app.resources import ResourceKind
 from tests.fakes import FakeEngine
 from tests.unit import objects as o
 from tests.unit.cluster.test_disk_usage import DF, FakeSystem, api_error
-from tests.unit.support import Harness, build_harness
+from tests.unit.support import Harness, build_harness, wait_until
 
 PATHS = ["/cluster", "/cluster/capacity", "/disk-usage", "/stacks/summary"]
 
@@ -43,7 +42,7 @@ def test_cluster_is_a_jsonld_cluster_document(client: FlaskClient, system: FakeS
 
 def test_cluster_local_node_id_appears_once_fetched(client: FlaskClient, system: FakeSystem) -> None:
     assert "localNodeID" not in client.get("/cluster").get_json()
-    gevent.sleep(0.05)
+    wait_until(lambda: "localNodeID" in client.get("/cluster").get_json(), message="the local node id fetched")
     assert client.get("/cluster").get_json()["localNodeID"] == "nodemanager1"
     assert system.info_calls == 1
 

@@ -12,6 +12,7 @@ import requests
 
 from app.engine.system import SystemInfo, summarize
 from app.errors import ProblemError
+from tests.unit.support import wait_until
 
 DF: dict[str, Any] = {
     "LayersSize": 1000,
@@ -51,7 +52,7 @@ class FakeSystem:
 
     def info(self) -> dict[str, Any]:
         self.info_calls += 1
-        gevent.sleep(0.01)
+        gevent.sleep(0.01)   # a slow engine: the answer comes after the caller has moved on
         return {"Swarm": {"NodeID": self.node_id}}
 
 
@@ -82,6 +83,5 @@ def test_local_node_id_is_fetched_once_in_the_background() -> None:
     system = SystemInfo(lambda: fake)
     assert system.local_node_id() is None           # unknown: the fetch runs in its own greenlet
     assert system.local_node_id() is None           # ... and is not started twice
-    gevent.sleep(0.05)
-    assert system.local_node_id() == "node-1"
+    wait_until(lambda: system.local_node_id() == "node-1", message="the background fetch")
     assert system.local_node_id() == "node-1" and fake.info_calls == 1

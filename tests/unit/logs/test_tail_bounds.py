@@ -15,6 +15,7 @@ from app.logs.labels import Labeller
 from app.logs.lines import LogLine
 from app.logs.params import LogQuery
 from app.logs.tailing import tail_producer
+from tests.unit.support import wait_until
 
 LINE = "x" * 16 * 1024          # what the engine makes of a 1 MB line: 16 KiB pieces
 LINES = 200
@@ -44,7 +45,7 @@ def test_a_tail_nobody_reads_stops_reading_the_engine_at_the_byte_cap_and_loses_
         response = live_response(slots, producer)
     body = iter(response.response)
     next(body)                                   # retry: 3000, then the client stops reading
-    gevent.sleep(0.1)
+    gevent.sleep(0.1)   # not a wait: a window in which the producer must not read past the byte cap
     per_event = len(LINE) + 100
     assert reader.read <= QUEUE_BYTES // per_event + 2, reader.read
     received = b""
@@ -54,5 +55,4 @@ def test_a_tail_nobody_reads_stops_reading_the_engine_at_the_byte_cap_and_loses_
             break
     response.close()
     assert received.count(LINE.encode()) == LINES and reader.read == LINES
-    gevent.sleep(0.01)
-    assert reader.closed and slots.open == 0
+    wait_until(lambda: reader.closed and slots.open == 0, message="the reader closed and the slot freed")

@@ -19,6 +19,7 @@ from app.query.budget import LIMIT_SECONDS, Budget, BudgetExceeded, charge, curr
 from app.query.filter import clear_filter_cache
 from app.resources import ResourceKind
 from bench.synthetic import ClusterShape, build_snapshot
+from tests.unit.support import wait_until
 
 K = ResourceKind
 
@@ -119,10 +120,10 @@ def test_other_greenlets_run_between_chunks() -> None:
     def ticker() -> None:
         while True:
             ticks.append(time.perf_counter())
-            gevent.sleep(0.001)
+            gevent.sleep(0.001)   # the ticker's period: its gaps measure how long the hub was held
 
     thread = gevent.spawn(ticker)
-    gevent.sleep(0)
+    wait_until(lambda: ticks, message="the ticker running")
     try:
         ticks.clear()
         budget = Budget(limit=10.0)
@@ -216,13 +217,13 @@ def test_compiling_many_heavy_patterns_yields_and_counts_against_the_budget(big_
     def ticker() -> None:
         while True:
             ticks.append(time.perf_counter())
-            gevent.sleep(0.001)
+            gevent.sleep(0.001)   # the ticker's period: its gaps measure how long the hub was held
 
     # 17 distinct patterns near RE2's budget: about 6 ms each to compile.
     expression = " || ".join(f'id.matches("\\\\pL{{19}}{index:x}")' for index in range(17))
     assert len(expression) <= 512
     thread = gevent.spawn(ticker)
-    gevent.sleep(0)
+    wait_until(lambda: ticks, message="the ticker running")
     try:
         started = time.perf_counter()
         with pytest.raises(ProblemError) as caught:

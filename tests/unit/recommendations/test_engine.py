@@ -186,7 +186,7 @@ def test_evaluation_is_debounced_and_yields_between_slices(cache: Cache, clock: 
         gevent.spawn(lambda: ran_between.append(engine.stats.runs))   # runs when the engine yields
         for n in range(5):
             cache.upsert(K.VOLUME, o.volume(f"v{n}"))
-        gevent.sleep(0.01)
+        gevent.sleep(0.01)   # not a wait: a window shorter than the 50 ms debounce, in which no run may start
         assert engine.stats.runs == runs                               # still waiting for the debounce
         wait_until(lambda: engine.stats.runs > runs, 2.0, message="the debounced run")
         assert engine.stats.runs == runs + 1                           # five batches, one run
@@ -202,7 +202,7 @@ def test_stop_ends_the_greenlets_and_the_subscription(cache: Cache) -> None:
     engine.stop()
     runs = engine.stats.runs
     cache.upsert(K.VOLUME, o.volume("late"))
-    gevent.sleep(0.05)
+    gevent.sleep(0.05)   # not a wait: five debounce windows in which a stopped engine may run nothing
     assert engine.stats.runs == runs and not engine.running
 
 

@@ -44,7 +44,7 @@ def test_the_holder_writes_who_it_is(tmp_path: Path) -> None:
 
 def test_another_service_is_refused_at_once_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "x.lock"
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])   # a live holder, killed below
     try:
         held = _hold(path, other.pid, other.pid)   # a live parent that is not ours: another service
         started = time.monotonic()
@@ -95,7 +95,7 @@ def test_the_runtime_ends_the_process_with_one_line_when_another_service_holds_t
     from tests.unit.objects import cluster
     from tests.unit.support import build_harness
 
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])   # a live holder, killed below
     try:
         held = _hold(tmp_path / "shoal.db.lock", other.pid, other.pid)
         harness = build_harness(FakeEngine(cluster()), data_dir=str(tmp_path))

@@ -10,7 +10,6 @@ import os
 import sqlite3
 from pathlib import Path
 
-import gevent
 import pytest
 
 from app.cache.history import Action, Change, sequence_base
@@ -21,6 +20,7 @@ from app.store.database import APPLICATION_ID, FILE_NAME, Database
 from app.store.lock import DataDirInUse
 from app.store.persister import SEQ_MARGIN, Persister, resume_after_gap
 from tests.unit.objects import CFG_OTHER, SVC_WEB, Raw, cluster
+from tests.unit.support import wait_until
 
 K = ResourceKind
 
@@ -38,6 +38,11 @@ def _started(path: Path, cache: Cache | None = None, interval: float = 0.05) -> 
     store = Persister(cache, str(path / FILE_NAME), flush_interval=interval, lock_timeout=0.3)
     store.start()
     return cache, store
+
+
+def _flushed(store: Persister, count: int = 1) -> None:
+    """Wait for the store's writer to have committed ``count`` batches."""
+    wait_until(lambda: store.stats.flushes >= count, message=f"{count} flushes")
 
 
 def _bump_web(cache: Cache, label: str) -> None:
@@ -72,7 +77,7 @@ def test_round_trip_restores_objects_history_sequence_and_epoch(tmp_path: Path) 
 def test_the_file_and_its_directory_are_private(tmp_path: Path) -> None:
     cache, store = _started(tmp_path / "state")
     cache.replace_all(cluster())
-    gevent.sleep(0.2)
+    _flushed(store)
     directory = tmp_path / "state"
     assert directory.stat().st_mode & 0o777 == 0o700
     for name in (FILE_NAME, FILE_NAME + "-wal", FILE_NAME + "-shm"):
@@ -98,7 +103,7 @@ def test_changes_are_written_in_batches_not_one_transaction_each(tmp_path: Path)
     for number in range(50):
         _bump_web(cache, str(number))
     assert store.stats.flushes == 0            # nothing written inside the cache's writes
-    gevent.sleep(0.6)
+    _flushed(store)
     assert store.stats.flushes == 1
     assert store.stats.changes_written == len(cache.history)
     with sqlite3.connect(tmp_path / FILE_NAME) as db:
@@ -282,9 +287,9 @@ def test_a_failed_write_keeps_its_changes_for_the_next_flush(tmp_path: Path, mon
     monkeypatch.setattr(Database, "write", flaky)
     with caplog.at_level(logging.ERROR, logger="app.store.persister"):
         cache.replace_all(cluster())
-        gevent.sleep(0.2)
+        wait_until(lambda: store.stats.write_errors >= 1, message="the failed write")
         _bump_web(cache, "after the failure")
-        gevent.sleep(0.2)
+        _flushed(store)
     assert store.stats.write_errors == 1 and calls["n"] >= 2
     assert any("writes fail" in r.getMessage() and "disk I/O error" in str(r.__dict__.get("error"))
                for r in caplog.records)
@@ -298,7 +303,7 @@ def test_a_file_damaged_while_running_is_moved_aside_and_rewritten_from_the_cach
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache, store = _started(tmp_path)
     cache.replace_all(cluster())
-    gevent.sleep(0.2)
+    _flushed(store)
     real = Database.write
 
     def damaged(self: Database, changes: list[Change], now: float | None = None) -> None:
@@ -307,7 +312,7 @@ def test_a_file_damaged_while_running_is_moved_aside_and_rewritten_from_the_cach
 
     monkeypatch.setattr(Database, "write", damaged)
     _bump_web(cache, "while damaged")
-    gevent.sleep(0.3)
+    wait_until(lambda: store.stats.rewrites >= 1, message="the rewrite after the damage")
     assert store.stats.moved_aside == 1 and store.stats.rewrites == 1 and store.active
     epoch = store.epoch
     store.stop()
@@ -329,7 +334,7 @@ def test_an_unclean_stop_keeps_every_committed_record_and_continues_past_a_gap(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     cache, store = _started(tmp_path)
     cache.replace_all(cluster())
-    gevent.sleep(0.2)
+    _flushed(store)
     assert store.stats.flushes == 1
     committed = cache.history.last_seq
     _crash(store)
@@ -345,8 +350,9 @@ def test_an_unclean_stop_keeps_every_committed_record_and_continues_past_a_gap(
     assert restored.history.since(committed + 1) is None              # inside the gap: sync
     assert restored.history.since(resumed - 1) is None
     assert any("not closed in order" in r.getMessage() for r in caplog.records)
+    flushes = again.stats.flushes
     _bump_web(restored, "after the crash")
-    gevent.sleep(0.2)
+    _flushed(again, flushes + 1)
     after_gap = [c.seq for c in restored.history.since(committed) or []]
     assert after_gap and after_gap[0] == resumed + 1
     # Recorded at once: a second crash before any flush does not reuse the numbers either.

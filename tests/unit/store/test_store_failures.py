@@ -20,6 +20,7 @@ from app.store.health import StoreState, WriteHealth
 from app.store.metrics import store_metrics
 from app.store.persister import Persister
 from tests.unit.objects import SVC_WEB, cluster
+from tests.unit.support import wait_until
 
 K = ResourceKind
 
@@ -52,14 +53,6 @@ def _bump_web(cache: Cache, label: str) -> None:
     cache.apply_inspect(K.SERVICE, SVC_WEB, raw, cache.write_token())
 
 
-def _wait(condition: object, timeout: float = 5.0) -> None:
-    assert callable(condition)
-    deadline = gevent.get_hub().loop.now() + timeout
-    while not condition():
-        assert gevent.get_hub().loop.now() < deadline, "condition not met in time"
-        gevent.sleep(0.02)
-
-
 def _file(path: Path) -> tuple[str, int, list[int]]:
     with sqlite3.connect(path / FILE_NAME) as db:
         clean = db.execute("SELECT value FROM meta WHERE key = 'clean'").fetchone()[0]
@@ -87,13 +80,13 @@ def test_writes_fail_while_the_disk_is_full_then_recover_with_the_history_comple
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     cache, store = _started(tmp_path)
     cache.replace_all(cluster())
-    _wait(lambda: store.stats.flushes >= 1)
+    wait_until(lambda: store.stats.flushes >= 1)
     _fill(store)
     with caplog.at_level(logging.INFO, logger="app.store"):
         for number in range(20):
             _bump_web(cache, "x" * 3000 + str(number))
-            gevent.sleep(0.03)
-        _wait(lambda: store.stats.write_errors >= 3)
+            gevent.sleep(0.03)   # pacing, not a wait: the changes keep coming while the writes fail
+        wait_until(lambda: store.stats.write_errors >= 3)
         status = store.status()
         assert status.state is StoreState.FAILING and status.pending_changes > 0 and status.pending_bytes > 0
         assert "database or disk is full" in (status.last_error or "")
@@ -103,7 +96,7 @@ def test_writes_fail_while_the_disk_is_full_then_recover_with_the_history_comple
         assert [s.value for s in metrics["shoal_store_state"].samples if s.labels["state"] == "failing"] == [1.0]
         assert metrics["shoal_store_pending_bytes"].samples[0].value == status.pending_bytes
         _free(store)
-        _wait(lambda: not store.health.failing)
+        wait_until(lambda: not store.health.failing)
     messages = [r.getMessage() for r in caplog.records]
     assert messages.count("state store writes fail; changes are kept in memory and retried") == 1
     assert messages.count("state store writes recovered") == 1
@@ -117,15 +110,15 @@ def test_writes_fail_while_the_disk_is_full_then_recover_with_the_history_comple
 def test_pending_changes_are_bounded_in_bytes_then_the_file_is_rewritten_from_the_cache(tmp_path: Path) -> None:
     cache, store = _started(tmp_path, max_pending_bytes=40_000)
     cache.replace_all(cluster())
-    _wait(lambda: store.stats.flushes >= 1)
+    wait_until(lambda: store.stats.flushes >= 1)
     _fill(store)
     for number in range(60):
         _bump_web(cache, "x" * 3000 + str(number))
         assert store.status().pending_bytes <= 40_000
-        gevent.sleep(0.005)
+        gevent.sleep(0.005)   # pacing, not a wait: the writer retries between the changes
     assert store.stats.dropped_changes > 0 and store.stats.write_errors >= 1
     _free(store)
-    _wait(lambda: store.stats.rewrites >= 1 and not store.health.failing)
+    wait_until(lambda: store.stats.rewrites >= 1 and not store.health.failing)
     store.stop()
     clean, last, seqs = _file(tmp_path)
     assert (clean, last, seqs) == ("1", cache.history.last_seq, [c.seq for c in cache.history.newest_first()][::-1])
@@ -141,7 +134,7 @@ def test_a_stop_whose_last_write_fails_does_not_mark_the_file_clean(tmp_path: Pa
     cache, store = _started(tmp_path)
     store.flush_interval = 60.0
     cache.replace_all(cluster())
-    gevent.sleep(0.1)   # the writer waits its window: nothing written yet
+    gevent.sleep(0.1)   # not a wait: the writer is inside its 60 s window, nothing may be written yet
     _fill(store)
     with caplog.at_level(logging.ERROR, logger="app.store"):
         store.stop()
@@ -196,12 +189,12 @@ def test_readiness_and_metrics_carry_the_store_state(tmp_path: Path, with_store:
             _fill(harness.runtime.store)
             harness.cache.upsert(K.CONFIG, {**cluster()[K.CONFIG][0], "Version": {"Index": 999},
                                             "Spec": {"Name": "big", "Data": "x" * 50_000}})
-            _wait(lambda: client.get("/-/ready").get_json()["store"]["state"] == "failing")
+            wait_until(lambda: client.get("/-/ready").get_json()["store"]["state"] == "failing")
             document = client.get("/-/ready").get_json()
             assert client.get("/-/ready").status_code == 200 and document["store"]["pendingBytes"] > 0
             assert 'shoal_store_state{state="failing"} 1.0' in client.get("/-/metrics").get_data(as_text=True)
             _free(harness.runtime.store)
-            _wait(lambda: client.get("/-/ready").get_json()["store"]["state"] == "ok")
+            wait_until(lambda: client.get("/-/ready").get_json()["store"]["state"] == "ok")
     finally:
         harness.stop()
 
@@ -210,7 +203,7 @@ def test_a_gap_that_cannot_be_recorded_at_start_is_still_covered_by_the_clock(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     cache, store = _started(tmp_path)
     cache.replace_all(cluster())
-    _wait(lambda: store.stats.flushes >= 1)
+    wait_until(lambda: store.stats.flushes >= 1)
     store._db = None            # killed: never closed in order
     store._release_lock()
     store._stopping.set()

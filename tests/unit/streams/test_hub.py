@@ -257,7 +257,7 @@ def test_the_cap_refuses_one_more_and_frees_on_close(synced_cache: Cache) -> Non
 def test_shutdown_wakes_every_client(hub: Hub) -> None:
     client = hub.open(frozenset({ALL}))
     waiter = gevent.spawn(client.take, 10.0)
-    gevent.sleep(0)
+    gevent.sleep(0)   # one turn, not a timed wait: the waiter blocks in take before the shutdown
     hub.shutdown()
     assert waiter.get(timeout=2) is None and client.closed
 
