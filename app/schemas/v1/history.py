@@ -16,6 +16,9 @@ from app.schemas.v1.envelopes import JsonLdV1, SpecChangeV1
 class AuditV1(Schema):
     identity = fields.String(metadata={"description": "who made the change through this service"})
     requestId = fields.String(metadata={"description": "Request-Id of the write"})
+    via = fields.String(metadata={"description": "mcp: made by an agent tool (docs/agent-tools.md)"})
+    tool = fields.String(metadata={"description": "the agent tool that made it"})
+    client = fields.String(metadata={"description": "the agent's OAuth client id (with a bearer token)"})
 
 
 class HistoryEntryV1(JsonLdV1):
