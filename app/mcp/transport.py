@@ -70,6 +70,15 @@ class _Answer(Exception):
 def init_transport(app: Flask) -> None:
     app.extensions[_CHECK_KEY] = OriginCheck(runtime_of(app).settings)
     app.register_blueprint(blp)
+    app.before_request(_other_methods)
+
+
+def _other_methods() -> Response | None:
+    """PUT, PATCH, … on ``/mcp``: 405 as JSON-RPC (before Flask's routing error, which would be a problem)."""
+    if request.path == "/mcp" and request.method not in ("GET", "HEAD", "POST", "DELETE", "OPTIONS"):
+        return _error(405, RpcError(INVALID_REQUEST, f"Method {request.method[:16]} not allowed"),
+                      headers={"Allow": "GET, POST, DELETE"})
+    return None
 
 
 # ------------------------------------------------------------------------------------------ answers
@@ -109,7 +118,7 @@ def _answer(version: str, body: dict[str, Any], status: int = 200, headers: dict
 
 
 # --------------------------------------------------------------------------------------------- view
-@blp.route("/mcp", methods=["GET", "POST", "DELETE", "PUT", "PATCH"])
+@blp.route("/mcp", methods=["GET", "POST", "DELETE"])
 @streaming   # gated while the answer is made; a stream's body runs outside the gate
 def endpoint() -> Response:
     try:
@@ -126,10 +135,7 @@ def endpoint() -> Response:
             return _post(caller.identity, caller.client_id)
         if request.method in ("GET", "HEAD"):
             return _get(caller.identity)
-        if request.method == "DELETE":
-            return _delete(caller.identity)
-        return _error(405, RpcError(INVALID_REQUEST, f"Method {request.method} not allowed"),
-                      headers={"Allow": "GET, POST, DELETE"})
+        return _delete(caller.identity)
     except _Answer as answer:
         return answer.response
     except Exception:
