@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
+from flask import request
 from flask_smorest import Blueprint
 
 from app.errors import REGISTRY
+from app.history.selection import check_feed_parameters
 from app.http.feed_docs import FEED_MARKER
 from app.schemas.v1.envelopes import ListArgsV1, ProblemV1
 from app.writes import dry_run
@@ -53,9 +56,22 @@ def list_parameters(blp: Blueprint) -> Callable[[F], F]:
 
 def feed_documented(blp: Blueprint, *, cursor: bool = True) -> Callable[[F], F]:
     """Mark a GET as having feeds (Atom, JSON Feed): ``app.openapi`` adds their media types and, with
-    ``cursor``, the feed parameters (``before``, ``limit``, ``action``) the operation does not list itself."""
-    decorator: Callable[[F], F] = blp.doc(**{FEED_MARKER: {"cursor": cursor}})
-    return decorator
+    ``cursor``, the feed parameters (``before``, ``limit``, ``action``) the operation does not list itself.
+    Documented on the operation, they are checked on every representation (JSON, HTML, streams too) as the
+    feed parses them: a JSON request with ``before=-1`` is the feed's 400 API012, not a 200 that ignores it."""
+    document: Callable[[F], F] = blp.doc(**{FEED_MARKER: {"cursor": cursor}})
+    if not cursor:
+        return document
+
+    def decorate(view: F) -> F:
+        @functools.wraps(view)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            check_feed_parameters(request.args)
+            return view(*args, **kwargs)
+
+        return document(cast(F, checked))
+
+    return decorate
 
 
 IDEMPOTENT_MARKER = "x-shoal-idempotent"

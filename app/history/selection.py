@@ -34,14 +34,16 @@ from app.cache.store import Cache
 from app.errors import ProblemError
 from app.query.paging import DEFAULT_LIMIT, HUGE, MAX_LIMIT, client_int
 from app.resources import STACK_LABEL, ResourceKind
+from app.schemas.query_params import PYTHON_WHITESPACE
 
 SCAN_BUDGET = 5_000
 Match = Callable[[Change], bool]
 _KINDS = {kind.value: kind for kind in ResourceKind}
 _ACTIONS = {action.value: action for action in Action}
 DEFAULT_ACTIONS = frozenset({Action.CREATE, Action.UPDATE, Action.REMOVE})
-_ONE_ACTION = "(" + "|".join(_ACTIONS) + ")"
 MAX_ACTION_NAMES = 8                    # repeats allowed (harmless), a list without bound is not
+# Blanks around a name are stripped (str.strip(): Python's white space), so the pattern allows them.
+_ONE_ACTION = f"[{PYTHON_WHITESPACE}]*(" + "|".join(_ACTIONS) + f")[{PYTHON_WHITESPACE}]*"
 ACTION_PATTERN = f"^{_ONE_ACTION}(,{_ONE_ACTION}){{0,{MAX_ACTION_NAMES - 1}}}$"
 ACTION_DESCRIPTION = ("only entries of these actions, comma-separated, at most 8 (API012 otherwise); default "
                       "create,update,remove: related changes (ref_changed) are shown on request only")
@@ -124,6 +126,14 @@ def parse_cursor(args: Mapping[str, str]) -> Cursor:
             before = None
     limit = client_int(args.get("limit"))
     return Cursor(before, min(limit, MAX_LIMIT) if limit else DEFAULT_LIMIT)
+
+
+def check_feed_parameters(args: Mapping[str, str]) -> None:
+    """Refuse (API012) a ``before`` or ``action`` a history feed would refuse: URLs documented with feed
+    parameters check them on every representation (``app.blueprints.docs.feed_documented``), so a JSON
+    answer never accepts what its feed refuses."""
+    parse_cursor(args)
+    parse_actions(args.get("action"))
 
 
 def select(history: History, wanted: HistoryFilter, cursor: Cursor, budget: int = SCAN_BUDGET) -> Selection:

@@ -25,6 +25,7 @@ _FEED_PARAMETERS = [
     {"in": "query", "name": "action", "required": False, "schema": {"type": "string", "pattern": ACTION_PATTERN},
      "description": ACTION_DESCRIPTION},
 ]
+_REFUSAL = "Feed parameter before not a history id, or action not a list of actions (API012), on every representation."
 
 
 def document_feeds(document: dict[str, Any]) -> None:
@@ -40,10 +41,18 @@ def document_feeds(document: dict[str, Any]) -> None:
             parameters = operation.setdefault("parameters", [])
             named = {p.get("name") for p in parameters}
             parameters += [copy.deepcopy(p) for p in _FEED_PARAMETERS if p["name"] not in named]
+            _document_refusal(operation["responses"])
     if marked:
         schemas = document.setdefault("components", {}).setdefault("schemas", {})
         for name, schema in _json_feed_schemas().items():
             schemas.setdefault(name, schema)
+
+
+def _document_refusal(responses: dict[str, Any]) -> None:
+    """Every representation refuses a bad feed parameter (``feed_documented``): the 400 says so."""
+    problem = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/ProblemV1"}}}
+    refused = responses.setdefault("400", {"description": "", "content": problem})
+    refused["description"] = (refused.get("description", "") + " " + _REFUSAL).strip()
 
 
 def _json_feed_schemas() -> dict[str, Any]:

@@ -54,10 +54,15 @@ def test_the_document_is_valid_openapi(document: dict[str, Any]) -> None:
     assert document["servers"] == [{"url": "/"}]
 
 
+# /metrics/labels/ is /metrics/labels/{name} with an empty name, which the document calls invalid (minLength 1):
+# the route only answers it with the 400 MTR006 a fuzzer expects of an invalid request.
+UNDOCUMENTED_ROUTES = {"/metrics/labels/"}
+
+
 def test_every_route_is_documented_with_its_methods(app: Flask, document: dict[str, Any]) -> None:
     routed = {}
     for rule in app.url_map.iter_rules():
-        if rule.endpoint == "static":
+        if rule.endpoint == "static" or rule.rule in UNDOCUMENTED_ROUTES:
             continue
         methods = {m.lower() for m in rule.methods or ()} - {"head"}   # Flask answers OPTIONS on every rule
         routed.setdefault(openapi_path(rule.rule), set()).update(methods)   # a URL's methods may come from
