@@ -231,3 +231,37 @@ def test_subscriptions_get_updated_list_changed_and_log_notifications(base: str,
     assert found["listed_after"] is not None and found["listed_after"] <= 1.0, found
     assert found["logs"] is not None, f"no logs notification: {inbox.seen[:20]}"
     assert dclient.services.get(service.id).attrs["Spec"]["Mode"]["Replicated"]["Replicas"] == 2
+
+
+def test_a_read_costs_about_what_the_rest_read_costs(base: str, dclient: docker.DockerClient) -> None:
+    """The same service detail over HTTP, 60 times each, interleaved: the JSON-RPC read's lower quartile is
+    within 2 ms of the REST GET's (the body is built by the same code; the difference is the transport). The
+    quartile, not the median: other work on the test machine shifts single wall-clock samples by more."""
+    service_id = dclient.services.get("demo_web").id
+    accept = {"Accept": "application/json, text/event-stream"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}
+    with httpx.Client(base_url=base, timeout=10) as http:
+        session_id = http.post("/mcp", json=init, headers=accept).headers["Mcp-Session-Id"]
+        headers = {**accept, "Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-11-25"}
+        http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        read = {"jsonrpc": "2.0", "id": 2, "method": "resources/read",
+                "params": {"uri": f"service://services/{service_id}"}}
+        mcp_times: list[float] = []
+        rest_times: list[float] = []
+        for index in range(70):
+            began = time.perf_counter()
+            answer = http.post("/mcp", json=read, headers=headers)
+            mcp_elapsed = time.perf_counter() - began
+            began = time.perf_counter()
+            rest = http.get(f"/services/{service_id}", headers={"Accept": "application/json"})
+            rest_elapsed = time.perf_counter() - began
+            assert answer.status_code == 200 and rest.status_code == 200
+            if index >= 10:   # warm-up
+                mcp_times.append(mcp_elapsed)
+                rest_times.append(rest_elapsed)
+        text = answer.json()["result"]["contents"][0]["text"]
+        assert json.loads(text)["service"]["ID"] == service_id
+    mcp_quartile, rest_quartile = sorted(mcp_times)[15], sorted(rest_times)[15]
+    assert mcp_quartile <= rest_quartile + 0.002, (mcp_quartile, rest_quartile)
