@@ -265,3 +265,55 @@ def test_a_read_costs_about_what_the_rest_read_costs(base: str, dclient: docker.
         assert json.loads(text)["service"]["ID"] == service_id
     mcp_quartile, rest_quartile = sorted(mcp_times)[15], sorted(rest_times)[15]
     assert mcp_quartile <= rest_quartile + 0.002, (mcp_quartile, rest_quartile)
+
+
+def test_a_modern_listen_stream_gets_updated_and_list_changed(base: str, service: Any,
+                                                              dclient: docker.DockerClient) -> None:
+    """The 2026-07-28 revision (auto mode): reads work stateless, and a ``subscriptions/listen`` stream that
+    names the service (by name) gets ``ResourceUpdated`` within 1 s of a REST scale and
+    ``ResourcesListChanged`` after a REST config create."""
+    from mcp.client import Client
+    from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
+
+    name_uri = f"service://services/{service.name}"
+    config_name = f"t-mcp-res-{uuid.uuid4().hex[:6]}"
+
+    async def session() -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        async with Client(f"{base}/mcp") as client, httpx.AsyncClient(base_url=base, timeout=15) as rest:
+            found["version"] = client.protocol_version
+            found["read"] = text_of(await client.read_resource(name_uri))["service"]["ID"]
+            async with client.listen(resources_list_changed=True, resource_subscriptions=[name_uri]) as events:
+                seen: list[tuple[float, Any]] = []
+
+                async def collect() -> None:
+                    async for event in events:
+                        seen.append((time.monotonic(), event))
+
+                collector = asyncio.create_task(collect())
+                await asyncio.sleep(0.3)
+                began = time.monotonic()
+                found["scale"] = (await rest.put(f"/services/{service.id}/scale", json={"replicas": 2})).status_code
+                found["create"] = (await rest.post("/configs", json={
+                    "name": config_name, "data": base64.b64encode(b"y=2\n").decode()})).status_code
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline and not (
+                        any(isinstance(e, ResourceUpdated) and e.uri == name_uri for _, e in seen)
+                        and any(isinstance(e, ResourcesListChanged) for _, e in seen)):
+                    await asyncio.sleep(0.02)
+                collector.cancel()
+                updated = [at for at, e in seen if isinstance(e, ResourceUpdated) and e.uri == name_uri]
+                listed = [at for at, e in seen if isinstance(e, ResourcesListChanged)]
+                found["updated_after"] = updated[0] - began if updated else None
+                found["listed"] = bool(listed)
+        return found
+
+    try:
+        found = run(session())
+    finally:
+        for config in dclient.configs.list(filters={"name": config_name}):
+            config.remove()
+    assert found["version"] == "2026-07-28" and found["read"] == service.id
+    assert found["scale"] == 200 and found["create"] == 201, found
+    assert found["updated_after"] is not None and found["updated_after"] <= 1.0, found
+    assert found["listed"], found
