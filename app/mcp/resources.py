@@ -15,7 +15,7 @@ from typing import Any
 
 from flask import current_app
 
-from app.http.acl_read import require_grants
+from app.http.acl_read import may_read, require_grants
 from app.mcp import resource_read, uris
 from app.mcp.registry import INVALID_PARAMS, INVALID_REQUEST, CallContext, RpcError, method, resource_not_found
 from app.mcp.resource_logs import FollowerLimit, follow_logs
@@ -100,6 +100,28 @@ def unsubscribe(ctx: CallContext, params: dict[str, Any]) -> dict[str, Any]:
         if entry is not None:
             session.subscriptions.discard(uris.canonical(parsed, entry))
     return {}
+
+
+def honor_subscriptions(ctx: CallContext, requested: list[str]) -> list[str]:
+    """The part of a 2026 ``subscriptions/listen`` filter's ``resourceSubscriptions`` this server honours:
+    the well-formed ``service://`` URIs, as sent (notifications carry both the id and the name form). A logs
+    URI of a service the caller may read now also starts its follower; one beyond the follower cap is not
+    honoured. For the transport's listen handler (a listen stream does not pass through
+    ``resources/subscribe``)."""
+    honored: list[str] = []
+    for uri in dict.fromkeys(requested):
+        parsed = uris.parse(uri)
+        if parsed is None:
+            continue
+        if parsed.logs and parsed.kind is not None:
+            entry = uris.resolve(current_runtime().cache, parsed.kind, parsed.ref)
+            if entry is not None and may_read(entry):
+                try:
+                    follow_logs(current_app._get_current_object(), entry.id)  # type: ignore[attr-defined]
+                except FollowerLimit:
+                    continue
+        honored.append(uri)
+    return honored
 
 
 def init(app: Any) -> None:

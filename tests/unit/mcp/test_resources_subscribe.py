@@ -83,3 +83,22 @@ def test_the_follower_cap_refuses_naming_the_limit(acl_app: Harness, monkeypatch
                        session=session)
     assert error.code == INVALID_REQUEST and "at most 32" in error.message
     assert session.subscriptions == set()
+
+
+def test_a_listen_filter_is_honoured_for_our_uris_and_starts_log_followers(acl_app: Harness,
+                                                                           followed: list[str]) -> None:
+    from flask import g
+
+    from app.mcp.registry import CallContext
+    from app.mcp.resources import honor_subscriptions
+
+    requested = ["service://services/shop_db", "https://elsewhere.test/x", "service://services/shop_db",
+                 "service://services/shop_web_api/logs", f"service://services/{o.SVC_MONITOR}/logs",
+                 "service://cluster"]
+    who = identity("alice")
+    with acl_app.app.test_request_context("/mcp", method="POST"):
+        g.identity = who
+        honored = honor_subscriptions(CallContext(who, "2026-07-28"), requested)
+    assert honored == ["service://services/shop_db", "service://services/shop_web_api/logs",
+                       f"service://services/{o.SVC_MONITOR}/logs", "service://cluster"]
+    assert followed == [o.SVC_WEB]          # monitor's logs are not alice's: no follower for them
