@@ -3,7 +3,7 @@
 Why no serializer here: a detail is ``app.http.respond.detail`` (the same schema, JSON-LD envelope,
 cross-references, task enrichment and ACL narrowing as ``GET /<kind>/<id>`` with ``Accept:
 application/json``; secrets have no data because the cache never holds it). The static resources are the
-REST views themselves, run in a request context of their own URL (``/cluster``, ``/history?limit=100``,
+REST views themselves, dispatched in a request context of their own URL (``/cluster``, ``/history?limit=100``,
 ``/recommendations?limit=1000``) that shares the agent's application context, so ``g.identity`` and its
 Access apply. The logs URI is the ``get_logs`` tool's ``{lines, cursor}`` of the last 100 lines.
 
@@ -14,7 +14,7 @@ another problem (engine unreachable, first sync not done) is an internal error n
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,8 +23,6 @@ from werkzeug.exceptions import NotFound
 
 from app.cache.entries import Entry
 from app.errors import ProblemError
-from app.http import history as rest_history
-from app.http import recommendations as rest_recommendations
 from app.http import respond
 from app.http.acl_read import may_read
 from app.logs.facility import log_facility
@@ -89,23 +87,18 @@ def log_tail(service: Entry) -> dict[str, Any]:
     return tool_result(selection)
 
 
-_STATIC_VIEWS: dict[str, tuple[str, Callable[[], Response]]] = {
-    uris.HISTORY: (HISTORY_PATH, rest_history.collection),
-    uris.RECOMMENDATIONS: (RECOMMENDATIONS_PATH, rest_recommendations.collection),
-}
+STATIC_PATHS = {uris.CLUSTER: "/cluster", uris.HISTORY: HISTORY_PATH, uris.RECOMMENDATIONS: RECOMMENDATIONS_PATH}
 
 
 def static_text(uri: str) -> str:
-    if uri == uris.CLUSTER:
-        from app.blueprints.cluster import Cluster  # the view module registers the blueprint's system info
-        path, view = "/cluster", Cluster().get
-    else:
-        path, view = _STATIC_VIEWS[uri]
-    return rest_body(path, view)
+    return rest_body(STATIC_PATHS[uri])
 
 
-def rest_body(path: str, view: Callable[[], Response]) -> str:
-    """Run a REST view in a request context of ``path`` (JSON asked for) and give its body."""
-    with current_app.test_request_context(path, headers={"Accept": "application/json"}):
-        response = view()
+def rest_body(path: str) -> str:
+    """The body of the REST view routed at ``path`` (JSON asked for), run in a request context of its own
+    that shares the agent's application context (``g.identity``, its Access). Only the view runs: the
+    request hooks (authentication, admission) already ran for the agent's own request."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    with app.test_request_context(path, headers={"Accept": "application/json"}):
+        response: Response = app.make_response(app.dispatch_request())
     return response.get_data(as_text=True)
