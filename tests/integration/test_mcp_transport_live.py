@@ -2,7 +2,8 @@
 client (PyPI ``mcp``) in its three modes, plus the raw wire of the handshake revisions' GET stream.
 
 - auto: the SDK probes ``server/discover``, adopts 2026-07-28 (no fallback) and connects well within 2 s
-  (never its 10 s probe timeout); lists tools; opens a ``subscriptions/listen`` stream (acknowledged).
+  (never its 10 s probe timeout); lists tools; opens a ``subscriptions/listen`` stream (acknowledged), and
+  a listen stream on a service's URI gets ``ResourceUpdated`` after a real scale through ``scale_service``.
 - legacy: ``initialize`` opens a session (2025-11-25), ``ping``, tool list; a resource subscription gets
   ``notifications/resources/updated`` through the GET stream after a real scale of the service.
 - the 2026-07-28 pin: no probe; lists tools.
@@ -89,6 +90,25 @@ def test_auto_mode_adopts_discover_at_once_and_listens(mcp_url: str) -> None:
     assert honored.resources_list_changed is True
     assert list(honored.resource_subscriptions or []) == ["service://cluster"]
     assert not honored.tools_list_changed
+
+
+def test_a_listen_stream_carries_the_update_of_a_real_scale(mcp_url: str, service: str,
+                                                            engine: docker.APIClient) -> None:
+    from mcp.client import Client
+    from mcp.shared.subscriptions import ResourceUpdated
+
+    service_id = engine.inspect_service(service)["ID"]
+    uri = f"service://services/{service_id}"
+
+    async def session() -> list[Any]:
+        async with Client(mcp_url) as client, client.listen(resource_subscriptions=[uri]) as subscription:
+            scaled = await client.call_tool("scale_service", {"id": service_id, "replicas": 2})
+            assert not scaled.is_error, scaled
+            events = [await asyncio.wait_for(subscription.__anext__(), 15)]
+            return events
+
+    events = _run(session())
+    assert events == [ResourceUpdated(uri=uri)]
 
 
 def test_pinned_modern_mode_serves_without_a_probe(mcp_url: str) -> None:
