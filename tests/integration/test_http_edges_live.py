@@ -175,7 +175,9 @@ def test_last_modified_moves_when_a_task_of_the_service_changes(server: str, dcl
         assert isinstance(settled, requests.Response)
         since = settled.headers["Last-Modified"]
         assert requests.get(url, headers={"If-Modified-Since": since}, timeout=10).status_code == 304
-        time.sleep(1.1)   # Last-Modified has second precision: the change must fall in a later second
+        # Last-Modified has second precision: the change must fall in a later second than ``since``.
+        later = parsedate_to_datetime(since).timestamp() + 1
+        wait_for(lambda: time.time() >= later, 5, interval=0.02, message="the next second")
         task_id = settled.json()["tasks"][0]["id"]
         container = next(c for c in dclient.containers.list()
                          if c.labels.get("com.docker.swarm.task.id") == task_id)
@@ -206,7 +208,7 @@ def settle(server: str, quiet: float = 3.0, timeout: float = 30.0) -> None:
         live_since = (live_since or now) if live else None
         if live_since is not None and now - live_since >= quiet:
             return
-        time.sleep(0.1)
+        time.sleep(0.1)   # the poll interval of this bounded wait for a live stretch
     raise AssertionError(f"the server did not stay live for {quiet} s within {timeout} s")
 
 

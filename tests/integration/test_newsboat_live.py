@@ -11,7 +11,6 @@ import re
 import shutil
 import sqlite3
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,7 +85,8 @@ def test_newsboat_shows_a_per_service_feed_beside_the_history_feed(server: str, 
     pane = Pane(tmux, tmp_path, [newsboat, "-u", str(tmp_path / "urls"), "-C", str(tmp_path / "config"),
                                  "-c", str(cache)])
     try:
-        time.sleep(1.0)
+        wait_for(lambda: "Your feeds" in (screen := pane.screen()) and "R:Reload All" in screen, 30, interval=0.1,
+                 message="newsboat's feed list, ready for keys")
         pane.keys("R")                                           # reload all feeds
         row = re.compile(rf"\((\d+)/(\d+)\)\s+Shoal: changes of service {re.escape(name)}")
 

@@ -231,7 +231,7 @@ def test_node_label_update(sse_server: str, streams: list[LiveStream], dclient: 
             node.update({**spec, "Labels": {**spec.get("Labels", {}), key: "1"}})
             break
         except docker.errors.APIError:
-            time.sleep(0.2)
+            time.sleep(0.2)   # retry pacing of this bounded loop after a version conflict
     try:
         updated = assert_within(stream.wait_item(started, 5, action="update", id=node.id), started,
                                 DELIVERY + ENGINE_SLACK)
@@ -244,7 +244,7 @@ def test_node_label_update(sse_server: str, streams: list[LiveStream], dclient: 
                 node.update({**spec, "Labels": {k: v for k, v in spec.get("Labels", {}).items() if k != key}})
                 break
             except docker.errors.APIError:
-                time.sleep(0.2)
+                time.sleep(0.2)   # retry pacing of this bounded loop after a version conflict
 
 
 def test_a_stack_stream_carries_its_members_events(sse_server: str, streams: list[LiveStream],
@@ -275,7 +275,7 @@ def test_a_stack_stream_carries_its_members_events(sse_server: str, streams: lis
     outsider = sleeper(dclient, unique("outside"), replicas=0)
     try:
         own.wait_item(started, 5, action="create", id=outsider.id)
-        time.sleep(DELIVERY)
+        time.sleep(DELIVERY)   # not a wait: the window in which the stack's stream may not show the outsider
         assert all(item["id"] != outsider.id for item, _ in stream.items())
     finally:
         outsider.remove()
@@ -310,11 +310,13 @@ def test_reconnect_with_last_event_id_gets_exactly_the_missed_events(sse_server:
         missed = [dclient.configs.create(name=unique("missed"), data=b"x", labels={TEST_LABEL: "1"})
                   for _ in range(3)]
         created += missed
-        time.sleep(DELIVERY)     # let the watcher record them before reconnecting
+        for config in missed:    # the watcher recorded them before the client reconnects
+            wait_for(lambda c=config: httpx.get(f"{sse_server}/configs/{c.id}").status_code == 200, 15,
+                     message="the missed config in the cache")
         for headers, path in (({"Last-Event-ID": last_id}, "/configs"), ({}, f"/configs?lastEventId={last_id}")):
             again = open_stream(streams, sse_server, path, **headers)
             wait_for(lambda s=again: len(s.items()) >= 3, 5, message="the replay")
-            time.sleep(0.3)
+            time.sleep(0.3)   # not a wait: a window in which no fourth event may follow the replay
             replayed = [(item["action"], item["id"]) for item, _ in again.items()]
             # Exactly the three missed creates (the watcher may apply them in another order), once each.
             assert sorted(replayed) == sorted(("create", c.id) for c in missed), replayed

@@ -17,7 +17,7 @@ import docker
 import httpx
 import pytest
 
-from tests.conftest import wait_for
+from tests.conftest import wait_for, wait_steady
 from tests.integration.engine_state import TEST_LABEL, sleeper
 from tests.integration.store_support import Server, Stream, committed, history_since, server_fixture
 
@@ -45,8 +45,8 @@ def test_a_client_reconnecting_after_a_restart_gets_exactly_what_it_missed(serve
         made.append(service)
         wait_for(lambda: stream.has("create", doomed.id) and stream.has("create", service.id), 5,
                  message="the baseline creates on the stream")
-        time.sleep(0.3)
-        last_id = stream.frames[-1][0]
+        # The baseline's trailing frames land before the last id is taken: its id stays the same for 0.5 s.
+        last_id = wait_steady(lambda: stream.frames[-1][0], 0.5, 15, message="the baseline's last frame")
         feed_before = httpx.get(f"{server.base}/history.atom", timeout=10).text
 
         server.stop()                       # the client is connected: its stream ends with the server
@@ -69,7 +69,7 @@ def test_a_client_reconnecting_after_a_restart_gets_exactly_what_it_missed(serve
         ours = {doomed.id, service.id, config.id, fleeting.id}
         wait_for(lambda: sum(item["id"] in ours for _, item in again.items()) >= 3, 5,
                  message="the missed changes replayed")
-        time.sleep(0.5)
+        time.sleep(0.5)   # not a wait: a window in which no extra frame (nor a sync) may follow the replay
         items = again.items()
         assert not [f for f in again.frames if f[1] == "sync"], "a sync instead of the replay"
         mine = sorted((item["action"], item["type"], item["id"]) for _, item in items if item["id"] in ours)

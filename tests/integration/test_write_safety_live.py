@@ -149,7 +149,9 @@ def test_the_same_key_while_the_first_is_running_is_409(safe_server: tuple[str, 
 
         thread = threading.Thread(target=first)
         thread.start()
-        time.sleep(1.0)
+        # The scale reached the engine: the first request holds its answer (Prefer: wait=3) from here on.
+        wait_for(lambda: dclient.api.inspect_service(created.id)["Spec"]["Mode"]["Replicated"]["Replicas"] == 1,
+                 10, interval=0.02, message="the first scale applied")
         busy = requests.put(f"{base}/services/{created.id}/scale", json={"replicas": 1}, headers=headers, timeout=30)
         thread.join(30)
         assert busy.status_code == 409 and busy.json()["code"] == "API021" and busy.headers["Retry-After"] == "1"
@@ -215,5 +217,5 @@ def test_a_write_the_engine_takes_but_does_not_answer_is_504_then_applied_once_a
     assert entries[0]["audit"]["identity"] == "anonymous"  # type: ignore[index]
     retry = requests.post(f"{base}/services/{service.id}/restart", headers=headers, timeout=30)
     assert retry.status_code == 409 and problem["requestId"] in retry.json()["detail"], retry.text
-    time.sleep(1.0)
+    time.sleep(1.0)   # not a wait: a window in which a second restart may not show up
     assert spec_of(engine, service.id)["Spec"]["TaskTemplate"]["ForceUpdate"] == force + 1   # applied once
