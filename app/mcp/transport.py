@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, g, request
@@ -186,8 +187,16 @@ def _get(identity: Identity) -> Response:
         return _error(409, RpcError(INVALID_REQUEST, "Conflict: this session's GET stream is already open"))
     if table.stopping:
         stream.end()
-    return Response(stream_body(stream, first, table.keepalive, client_socket(request.environ),
-                                lambda: session.close_stream(stream)), mimetype=SSE, headers=STREAM_HEADERS)
+    return _stream_response(stream_body(stream, first, table.keepalive, client_socket(request.environ),
+                                        lambda: session.close_stream(stream)), lambda: session.close_stream(stream))
+
+
+def _stream_response(body: Iterator[bytes], close: Callable[[], None]) -> Response:
+    """An SSE answer whose cleanup also runs when its body never started (the body's own ``finally`` does
+    not run then); ``close`` is idempotent."""
+    response = Response(body, mimetype=SSE, headers=STREAM_HEADERS)
+    response.call_on_close(close)
+    return response
 
 
 def _last_event_id() -> str | None:
@@ -428,6 +437,6 @@ def _listen(ctx: CallContext, message: wire.Request) -> Response:
     first = wire.priming(0) + wire.event(wire.encode(ack))
     final = wire.event(wire.encode(wire.result_body(message.id, revisions.shape_result(
         message.method, ctx.version, {"_meta": listener.meta}))))
-    return Response(stream_body(listener.stream, first, table.keepalive, client_socket(request.environ),
-                                lambda: table.remove_listener(listener), lambda: final),
-                    mimetype=SSE, headers=STREAM_HEADERS)
+    return _stream_response(stream_body(listener.stream, first, table.keepalive, client_socket(request.environ),
+                                        lambda: table.remove_listener(listener), lambda: final),
+                            lambda: table.remove_listener(listener))

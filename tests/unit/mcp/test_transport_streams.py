@@ -91,6 +91,21 @@ def test_a_second_concurrent_get_is_409_and_the_get_may_precede_initialized(mcp:
     again.close()
 
 
+def test_a_stream_closed_before_its_first_byte_frees_its_place(mcp: Harness) -> None:
+    client = mcp.app.test_client()
+    headers = open_session(client)
+    unread = client.get("/mcp", headers=headers, buffered=False)
+    assert unread.status_code == 200
+    unread.close()   # the server gave up before iterating the body (its finally never ran)
+    assert _session(mcp).stream is None
+    again = _get(mcp, headers)
+    assert again.next().startswith(b"id: 0\n")
+    again.close()
+    listen = _listen(mcp, {"resourcesListChanged": True})
+    listen.close()
+    assert not any(isinstance(s, Listener) for s in registry.subscribers(mcp.app))
+
+
 def test_the_get_stream_needs_a_known_session(mcp: Harness) -> None:
     client = mcp.app.test_client()
     assert client.get("/mcp", headers={VERSION: "2025-11-25"}).status_code == 400
