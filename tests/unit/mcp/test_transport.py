@@ -282,6 +282,17 @@ def test_origin_must_be_this_service_or_a_configured_one(monkeypatch: pytest.Mon
             assert SESSION not in answer.headers
 
 
+def test_the_own_origin_is_seen_through_trusted_proxies_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    for harness in make_harness(monkeypatch, trusted_proxies=("127.0.0.1/32",)):
+        client = harness.app.test_client()
+        forwarded = {"Origin": "https://agents.internal", "X-Forwarded-Proto": "https",
+                     "X-Forwarded-Host": "agents.internal"}
+        assert initialize(client, **forwarded).status_code == 200
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": LATEST}}
+        untrusted = client.post("/mcp", json=body, headers=forwarded, environ_base={"REMOTE_ADDR": "10.9.9.9"})
+        assert untrusted.status_code == 403
+
+
 def test_no_origin_is_a_non_browser_agent_and_passes(mcp: Harness) -> None:
     assert initialize(mcp.app.test_client()).status_code == 200
 
