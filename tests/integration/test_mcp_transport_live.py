@@ -145,7 +145,7 @@ def test_legacy_mode_pings_lists_and_gets_a_notification_on_the_get_stream(
                 await client.send_ping()
                 await client.subscribe_resource(uri)
             tools = _tool_names(await client.list_tools())
-            await asyncio.sleep(0.5)   # the GET stream opens after notifications/initialized
+            await asyncio.sleep(1.0)   # the GET stream opens after notifications/initialized
             scaled = await client.call_tool("scale_service", {"id": service_id, "replicas": 2})
             assert not scaled.is_error, scaled
             began = time.monotonic()
