@@ -10,14 +10,16 @@ SDK client (legacy mode: ``initialize``, 2025-11-25), every write checked with `
 - Level 3: availability, role, the five removals; dry runs through a tool and through REST leave the engine
   object's ``Version.Index`` as it was and answer the diff.
 
-ACL refusals of tool calls need a bearer token (auth modes other than ``none``); they are covered in process
-with a policy (tests/unit/mcp/test_tools_calls.py).
+- ACL (auth mode headers, a policy, a bearer token from the SDK's OAuth flow): the listing hides what the
+  identity can never use, a write outside the grant is ACL002 and changes nothing, a write inside it is
+  audited with the identity and the OAuth client.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -336,3 +338,67 @@ def test_the_lab_is_left_clean(dclient: docker.DockerClient) -> None:
     for listing in (dclient.services.list, dclient.configs.list, dclient.secrets.list):
         assert not [item.name for item in listing() if item.name.startswith("t-mcp-")]
     assert Path("/").exists()
+
+
+# ---------------------------------------------------------------------------------------------- ACL, OAuth
+def test_acl_through_a_bearer_token(docker_host: str, tmp_path_factory: pytest.TempPathFactory,
+                                    dclient: docker.DockerClient, engine: docker.APIClient) -> None:
+    """Auth mode headers with a policy: the agent gets a token for alice through the SDK's OAuth flow (the
+    consent page played as in test_mcp_oauth_flow_live); alice may write services named t-mcp-acl-*. Her
+    tool list has no node or config tools; a write on her service is applied and audited with her identity
+    and the registered client; a write on another service is ACL002 and changes nothing."""
+    import httpx2
+    from mcp.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from tests.integration.test_mcp_oauth_flow_live import Browser, Server, Storage, _provider
+
+    policy = {"grants": [{"resources": ["service:t-mcp-acl-*"], "audience": ["user:alice"],
+                          "permissions": ["write"]}]}
+    tmp = tmp_path_factory.mktemp("gunicorn-mcp-tools-acl")
+    port = free_port()
+    env = gunicorn_env(docker_host, port, SERVICE_MCP="true", SERVICE_OPERATIONS_LEVEL="3",
+                       SERVICE_DATA_DIR=str(tmp / "state"), SERVICE_AUTH_MODE="headers",
+                       SERVICE_TRUSTED_PROXIES="127.0.0.1/32", SERVICE_AUTH_HEADERS_SUBJECT="X-Forwarded-User",
+                       SERVICE_AUTH_HEADERS_GROUPS="X-Forwarded-Groups", SERVICE_ACL_POLICY=json.dumps(policy))
+    server = Server(f"http://127.0.0.1:{port}", env, tmp / "server.log")
+    suffix = uuid.uuid4().hex[:6]
+    mine = _service(dclient, f"t-mcp-acl-{suffix}")
+    other = _service(dclient, f"t-mcp-other-{suffix}")
+    server.start()
+    try:
+        storage = Storage()
+        provider = _provider(server, storage, Browser())
+
+        async def session() -> tuple[set[str], Any, Any]:
+            async with httpx2.AsyncClient(auth=provider, timeout=30) as http, \
+                    Client(streamable_http_client(server.mcp, http_client=http), mode="legacy") as client:
+                names = {tool.name for tool in (await client.list_tools()).tools}
+                allowed = await client.call_tool("scale_service", {"id": mine.name, "replicas": 2})
+                denied = await client.call_tool("scale_service", {"id": other.id, "replicas": 2})
+                return names, allowed, denied
+
+        other_version = _version(engine, other.id)
+        names, allowed, denied = asyncio.run(asyncio.wait_for(session(), 120))
+        assert names == {t.name for t in TOOLS if "service" in t.acl_types} | {"search"}   # search: any grant
+        assert _ok(allowed)["Spec"]["Mode"]["Replicated"]["Replicas"] == 2
+        assert engine.inspect_service(mine.id)["Spec"]["Mode"]["Replicated"]["Replicas"] == 2
+        assert denied.is_error
+        assert _text(denied) == f"Write access denied: write access denied for service:{other.id} (ACL002)"
+        assert _version(engine, other.id) == other_version
+
+        client_id = storage.client_info.client_id
+
+        def audited() -> dict[str, Any] | None:
+            items = requests.get(f"{server.base}/history", params={"type": "service", "resourceId": mine.id},
+                                 headers={"Accept": "application/json", "X-Forwarded-User": "alice"},
+                                 timeout=10).json()["items"]
+            return next((item["audit"] for item in items if item["audit"]), None)
+
+        audit = wait_for(audited, 15, interval=0.3, message="alice's audited change")
+        assert isinstance(audit, dict)
+        assert audit["identity"] == "alice" and audit["via"] == "mcp" and audit["client"] == client_id
+    finally:
+        server.stop()
+        mine.remove()
+        other.remove()
