@@ -278,7 +278,8 @@ def test_streams_deliver_only_readable_events(matrix: Matrix, docker_host: str) 
     streams = [open_stream(matrix, user, path) for user in USERS for path in ("/events", "/services")]
     readers = [gevent.spawn(stream.read, 8.0) for stream in streams]
     try:
-        gevent.sleep(0.5)   # every stream registered
+        wait_for(lambda: all(stream.data for stream in streams), 10, interval=0.02,
+                 message="every stream registered (its first frame read)")
         stamp = str(int(time.time()))
         for name in (WEB, API, SOLO):
             client.services.get(matrix.ids[name]).update(labels={

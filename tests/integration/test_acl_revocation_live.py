@@ -2,11 +2,12 @@
 
 Auth mode ``headers`` (the test client is the trusted proxy on 127.0.0.1), the policy in a file. alice
 reads this test's own service ``<N>`` and holds three streams (the ``/services`` list, the service's
-detail, ``/events``); bob reads the ops stack and holds ``/events``. Without a restart:
+detail, ``/events``); bob reads the ops stack and holds ``/events``; carol reads the service too, is never
+revoked, and holds ``/events`` (her stream shows when a change has been delivered). Without a restart:
 
 1. alice's grant is removed from the file: each of her streams gets ``sync`` at once (no change has to
    happen first), bob's gets nothing (his grants did not change);
-2. the service changes while she is revoked: none of her streams shows it;
+2. the service changes while she is revoked: none of her streams shows it (carol's does);
 3. her grant is written back: each of her streams gets ``sync`` again, and the refetch it asks for shows
    the change she was not shown; the next change reaches her streams as an event.
 """
@@ -35,6 +36,7 @@ pytestmark = pytest.mark.integration
 NAME = f"trevoke{uuid.uuid4().hex[:6]}"
 BOB_GRANT = {"resources": ["stack:ops"], "audience": ["user:bob"], "permissions": ["read"]}
 ALICE_GRANT = {"resources": [f"service:{NAME}"], "audience": ["user:alice"], "permissions": ["read"]}
+CAROL_GRANT = {"resources": [f"service:{NAME}"], "audience": ["user:carol"], "permissions": ["read"]}
 BOUND = 3.0        # reload (≤ ~0.4 s) + one flush + the stream's write: seconds until a sync is seen
 
 
@@ -102,7 +104,7 @@ def server(docker_host: str, client: docker.DockerClient,
            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("acl-revoke")
     policy = folder / "policy.json"
-    policy.write_text(json.dumps({"grants": [BOB_GRANT, ALICE_GRANT]}))
+    policy.write_text(json.dumps({"grants": [BOB_GRANT, ALICE_GRANT, CAROL_GRANT]}))
     service = sleeper(client, NAME)
     port = free_port()
     base, log_path = f"http://127.0.0.1:{port}", folder / "server.log"
@@ -130,13 +132,15 @@ def test_revocation_and_restoration_resync_open_streams(server: Server, client: 
     detail = f"/services/{server.service_id}"
     alice = [server.open("alice", path) for path in ("/services", detail, "/events")]
     bob = server.open("bob", "/events")
-    streams = [*alice, bob]
+    carol = server.open("carol", "/events")
+    streams = [*alice, bob, carol]
     try:
-        gevent.sleep(0.5)     # every stream registered
+        wait_for(lambda: all(stream.data for stream in streams), 10, interval=0.02,
+                 message="every stream registered (its first frame read)")
         # 1. revoked: sync at once on each of alice's streams, nothing for bob
         marks = [len(stream.data) for stream in streams]
         started = time.monotonic()
-        server.write(BOB_GRANT)
+        server.write(BOB_GRANT, CAROL_GRANT)
         for stream, mark in zip(alice, marks, strict=False):
             wait_for(lambda s=stream, m=mark: "sync" in s.events(m), 10, interval=0.05,
                      message=f"sync on alice's {stream.path} at revocation")
@@ -147,15 +151,18 @@ def test_revocation_and_restoration_resync_open_streams(server: Server, client: 
         marks = [len(stream.data) for stream in streams]
         stamp = str(int(time.time() * 1000))
         label(client, server.service_id, "while-revoked-" + stamp)
-        gevent.sleep(2.0)     # the watcher's latency and many flush windows: the change is cached by now
+        wait_for(lambda: "while-revoked-" + stamp in carol.data[marks[-1]:].decode(errors="replace"), 20,
+                 interval=0.05, message="the change on carol's stream")
+        gevent.sleep(0.5)     # not a wait: a margin for a leaked frame of the same flush to reach alice's streams
         for stream, mark in zip(alice, marks, strict=False):
             seen = stream.events(mark)
             assert not [name for name in seen if name not in ("sync",)], (stream.path, seen)
             assert NAME not in stream.data[mark:].decode(errors="replace"), stream.path
         assert "sync" not in bob.events(0), "bob's grants never changed"
+        assert "sync" not in carol.events(0), "carol's grants never changed"
         # 3. restored: sync again, and the refetch it asks for shows what she missed
         marks = [len(stream.data) for stream in streams]
-        server.write(BOB_GRANT, ALICE_GRANT)
+        server.write(BOB_GRANT, ALICE_GRANT, CAROL_GRANT)
         for stream, mark in zip(alice, marks, strict=False):
             wait_for(lambda s=stream, m=mark: "sync" in s.events(m), 10, interval=0.05,
                      message=f"sync on alice's {stream.path} at restoration")

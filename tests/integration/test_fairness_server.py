@@ -111,7 +111,9 @@ def test_health_answers_fresh_connections_quickly_while_lists_are_hammered(serve
                             stdout=subprocess.PIPE, text=True)
     probes: list[float] = []
     try:
-        time.sleep(0.5)                                  # let the load ramp up
+        wait_for(lambda: gate_metrics(port).get("shoal_admission_wait_seconds_count", 0.0)
+                 >= before.get("shoal_admission_wait_seconds_count", 0.0) + LOAD_CLIENTS, 30, interval=0.05,
+                 message="the load running (a request per client through the gate)")
         halfway, deadline = time.monotonic() + 1.0, time.monotonic() + LOAD_SECONDS - 1.0
         hung_up = False
         while time.monotonic() < deadline and len(probes) < 200:
@@ -119,7 +121,7 @@ def test_health_answers_fresh_connections_quickly_while_lists_are_hammered(serve
             if not hung_up and time.monotonic() > halfway:
                 hang_up_after_request(port, 100)         # while the gate is busy: they wait, then are skipped
                 hung_up = True
-            time.sleep(0.02)
+            time.sleep(0.02)   # the probes' pacing, not a wait
         assert hung_up
         out, _ = load.communicate(timeout=LOAD_SECONDS + 60)
     finally:

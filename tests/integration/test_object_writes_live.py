@@ -80,7 +80,7 @@ def cleanup(engine: Any) -> Iterator[list[tuple[str, str]]]:
             except docker.errors.NotFound:
                 break
             except docker.errors.APIError:
-                time.sleep(0.25)
+                time.sleep(0.25)   # retry pacing of this bounded loop: the tasks let go of the object
 
 
 def cached(client: Any, path: str) -> None:

@@ -88,7 +88,7 @@ def test_sigterm_answers_a_waiting_write_ends_streams_and_closes_the_store(
                                headers={"Prefer": "wait=120"}, timeout=60)
         wait_for(lambda: (engine.inspect_service(slow_rollout.id).get("UpdateStatus") or {}).get("State")
                  == "updating", 15, message="the rollout started")
-        gevent.sleep(1.0)
+        gevent.sleep(1.0)   # not a wait: a window in which the write must keep waiting for its rollout
         assert not waiting.ready(), "the write should still be waiting for its rollout"
         signalled = time.monotonic()
         proc.terminate()
@@ -127,7 +127,9 @@ def test_a_request_that_never_ends_does_not_keep_the_store_open(docker_host: str
         stuck = socket.create_connection(("127.0.0.1", port), timeout=30)
         stuck.sendall(f"PUT /services/{service['ID']}/scale HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
                       "\r\nContent-Length: 100\r\n\r\n{".encode())
-        gevent.sleep(0.5)
+        # A connection opened after it is answered: the one worker accepts connections in order and reads the
+        # stuck request's head first, so its view is waiting for the body by then.
+        assert requests.get(f"{base}/-/health", timeout=10).status_code == 200
         stopped = stop_and_time(proc, log_path)
     finally:
         if proc.poll() is None:

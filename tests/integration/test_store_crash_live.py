@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import random
-import time
 import uuid
 from typing import Any
 
@@ -22,7 +21,7 @@ import docker
 import gevent
 import pytest
 
-from tests.conftest import wait_for
+from tests.conftest import wait_for, wait_steady
 from tests.integration.engine_state import TEST_LABEL
 from tests.integration.store_support import Server, Stream, committed, history_since, server_fixture
 
@@ -51,7 +50,7 @@ def _burst(dclient: Any, tag: str, made: list[Any], stop: list[bool]) -> None:
         if previous is not None:
             previous.remove()
         previous = config
-        gevent.sleep(0.03)
+        gevent.sleep(0.03)   # pacing, not a wait: the burst spreads over the time the kill may fall in
 
 
 def _frame_changes(stream: Stream) -> dict[int, Change]:
@@ -66,15 +65,10 @@ def _frame_changes(stream: Stream) -> dict[int, Change]:
 
 
 def _quiet_history(server: Server) -> list[dict[str, Any]]:
-    """/history once two reads a second apart agree on its newest id (bounded)."""
-    previous: list[dict[str, Any]] | None = None
-    for _ in range(20):
-        current = history_since(server.base, 0)
-        if previous is not None and current and previous and current[-1]["id"] == previous[-1]["id"]:
-            return current
-        previous = current
-        time.sleep(1.0)
-    pytest.fail("/history did not settle within 20 s", pytrace=False)
+    """/history once its newest id has stayed the same for a second (bounded)."""
+    history: list[dict[str, Any]] = wait_steady(lambda: history_since(server.base, 0), 1.0, 30, interval=0.2,
+                                                message="/history settled")
+    return history
 
 
 @pytest.mark.parametrize("victim", ["worker", "master", "both"])
@@ -91,7 +85,7 @@ def test_a_kill_during_a_burst_loses_only_what_was_never_committed(victim: str, 
         stream = Stream(server.base)
         burst = gevent.spawn(_burst, dclient, tag, made, stop)
         wait_for(lambda: _frame_changes(stream), 10, message="the burst on the stream")
-        gevent.sleep(rng.uniform(0.0, 1.5))
+        gevent.sleep(rng.uniform(0.0, 1.5))   # not a wait: the kill falls at a random point of the burst
         if victim == "worker":
             server.kill_worker()
         elif victim == "master":
