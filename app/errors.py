@@ -83,8 +83,8 @@ REGISTRY: dict[str, ErrorDef] = _defs(
      "A request with this Idempotency-Key is still being processed.",
      "Retry after the number of seconds in Retry-After; the first request's answer is then replayed."),
     ("API022", 400, "Dry run not supported",
-     "dryRun=true was asked of a write that has no dry run (swarm rotations and unlock, plugin writes); "
-     "nothing was checked or written.",
+     "dryRun=true was asked of a write that has no dry run (swarm token, unlock-key and CA rotations, unlock, "
+     "the unlock-key read, plugin privileges, install and upgrade); nothing was checked or written.",
      "Send the write without dryRun to perform it, or check its preconditions by reading the object."),
     # AUT: authentication
     ("AUT001", 401, "Authentication required",

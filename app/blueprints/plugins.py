@@ -27,6 +27,7 @@ from app.http.jsonld import envelope
 from app.http.negotiation import negotiated
 from app.runtime import app_engine
 from app.schemas.v1.swarm import PluginCollectionV1, PluginV1, PrivilegesV1
+from app.writes import dry_run
 from app.writes.operations import MERGE_PATCH
 
 blp = Blueprint("plugins", __name__, description="The engine's managed plugins (gated writes).")
@@ -89,6 +90,31 @@ def _privileges(body: dict[str, Any]) -> list[Raw] | None:
 def _object_body() -> dict[str, Any]:
     body = writes.json_body(required=False)
     return writes.require_object(body) if body is not None else {}
+
+
+def _toggle_dry_run(op: Any, name: str, enabled: bool) -> Response:
+    """What enable/disable would do: 404 PLG004, 409 ENG003 when it already is (as the engine answers)."""
+    found = plugin_engine().inspect(name)
+    if bool(found.get("Enabled")) is enabled:
+        raise ProblemError("ENG003", detail=f"Plugin {found.get('Name')} is already "
+                                            f"{'enabled' if enabled else 'disabled'}.")
+    return dry_run.plugin(op, found, plugin_path(found), [("Enabled", bool(found.get("Enabled")), enabled)])
+
+
+def _settings_changes(plugin: Raw, pairs: list[str]) -> list[tuple[str, Any, Any]]:
+    """``Settings.Env`` / ``Settings.Args`` after ``docker plugin set`` with ``pairs``."""
+    settings = plugin.get("Settings") or {}
+    env = [str(item) for item in settings.get("Env") or []]
+    args = list(settings.get("Args") or [])
+    args_name = ((plugin.get("Config") or {}).get("Args") or {}).get("Name")
+    new_env, new_args = list(env), args
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if args_name and key == args_name:
+            new_args = value.split()
+            continue
+        new_env = [item for item in new_env if item.partition("=")[0] != key] + [pair]
+    return [("Settings.Env", env, new_env), ("Settings.Args", args, new_args)]
 
 
 # ---------------------------------------------------------------------------------------------- collection
@@ -160,6 +186,12 @@ class Plugin(MethodView):
     def delete(self, name: str) -> Response:
         op = writes.begin("remove_plugin")
         force = request.args.get("force") == "true"
+        if dry_run.active():
+            found = plugin_engine().inspect(name)   # 404 PLG004
+            if found.get("Enabled") and not force:
+                raise ProblemError("ENG003", detail=f"Plugin {found.get('Name')} is enabled; disable it first, "
+                                                    "or pass force=true.")
+            return dry_run.plugin(op, found, plugin_path(found), [], removal=True)
         writes.engine_write(op, None, None, lambda: plugin_engine().remove(name, force=force))
         return writes.no_content()
 
@@ -169,6 +201,8 @@ class Enable(MethodView):
     @write_documented(blp, "enable_plugin", description="Enable the plugin. 404 PLG004; 409 ENG003 if enabled.")
     def post(self, name: str) -> Response:
         op = writes.begin("enable_plugin")
+        if dry_run.active():
+            return _toggle_dry_run(op, name, True)
         writes.engine_write(op, None, None, lambda: plugin_engine().enable(name))
         return writes.no_content()
 
@@ -179,6 +213,8 @@ class Disable(MethodView):
                                                          "or in use.")
     def post(self, name: str) -> Response:
         op = writes.begin("disable_plugin")
+        if dry_run.active():
+            return _toggle_dry_run(op, name, False)
         writes.engine_write(op, None, None, lambda: plugin_engine().disable(name))
         return writes.no_content()
 
@@ -232,6 +268,8 @@ class Settings(MethodView):
             if not args_name:
                 raise ProblemError("ENG003", detail=f"Plugin {plugin.get('Name')} has no settable args.")
             pairs.append(f"{args_name}={' '.join(settings['args'])}")
+        if dry_run.active():
+            return dry_run.plugin(op, plugin, plugin_path(plugin), _settings_changes(plugin, pairs))
         if pairs:
             writes.engine_write(op, None, None, lambda: engine.configure(name, pairs))
             plugin = engine.inspect(name)

@@ -54,8 +54,9 @@ _REMOVALS = {"remove_service", "remove_node", "remove_task", "remove_stack", "re
 _CREATES = {"create_config", "create_secret", "create_network", "create_volume"}
 _SWARM = {"update_swarm_orchestration", "update_swarm_raft", "update_swarm_dispatcher", "update_swarm_ca",
           "update_swarm_encryption"}
+_PLUGINS = {"enable_plugin", "disable_plugin", "remove_plugin", "update_plugin_settings"}
 # The writes with a dry run; every other one refuses ``dryRun=true`` with 400 API022.
-SUPPORTED: frozenset[str] = frozenset(_UPDATES | _REMOVALS | _CREATES | _SWARM)
+SUPPORTED: frozenset[str] = frozenset(_UPDATES | _REMOVALS | _CREATES | _SWARM | _PLUGINS)
 assert set(OPERATIONS) >= SUPPORTED, "dry-run names must be operations"
 
 
@@ -145,6 +146,18 @@ def unchanged(op: Operation, kind: ResourceKind, entry: Entry | None, name: str,
     """Nothing would change (a volume create whose name exists: the existing one is answered)."""
     target = _object_ref(kind, entry) if entry is not None else {"type": kind.value, "name": name}
     return _answer(op, "none", target, text, {"changes": []})
+
+
+def plugin(op: Operation, found: Mapping[str, Any], path: str, changes: Sequence[tuple[str, Any, Any]], *,
+           removal: bool = False) -> Response:
+    """A plugin write: ``changes`` as (field, old, new) of the engine's plugin object, or its removal."""
+    name = str(found.get("Name") or "")
+    target = {"type": "plugin", "id": str(found.get("Id") or name), "name": name, "@id": respond.base_path() + path}
+    if removal:
+        return _answer(op, "remove", target, f"would remove plugin {name}", {"removes": [target]})
+    shown = [change_entry(tuple(field.split(".")), old, new) for field, old, new in changes if old != new]
+    text = ", ".join(f"{entry['field']} → {entry.get('new')}" for entry in shown) or "no change"
+    return _answer(op, "update" if shown else "none", target, text, {"changes": shown})
 
 
 def swarm_update(op: Operation, current: Mapping[str, Any], new: Mapping[str, Any]) -> Response:

@@ -32,10 +32,12 @@ def test_writes_without_a_dry_run_refuse_it(name: str) -> None:
         assert writer.calls == []
 
 
-def test_the_supported_set_covers_updates_removals_creates_and_swarm_settings() -> None:
+def test_the_supported_set_covers_updates_removals_creates_swarm_settings_and_plugin_toggles() -> None:
     assert {"scale_service", "patch_service_env", "put_node_labels", "remove_stack", "create_secret",
-            "update_swarm_raft"} <= SUPPORTED
-    assert not {"rotate_swarm_token", "unlock_swarm", "install_plugin", "remove_plugin"} & SUPPORTED
+            "update_swarm_raft", "enable_plugin", "remove_plugin", "update_plugin_settings"} <= SUPPORTED
+    assert set(OPERATIONS) - SUPPORTED == {"rotate_swarm_token", "rotate_swarm_unlock_key", "force_rotate_swarm_ca",
+                                           "unlock_swarm", "read_swarm_unlock_key", "install_plugin",
+                                           "upgrade_plugin", "plugin_privileges"}
 
 
 def test_dry_run_is_checked_like_the_write() -> None:
@@ -145,3 +147,29 @@ def test_the_engine_is_never_called_in_a_dry_run() -> None:
         g.dry_run = True
         with pytest.raises(RuntimeError, match="dry run"):
             writes.engine_write(OPERATIONS["scale_service"], None, None, lambda: None)
+
+
+def test_plugin_writes_dry_run_over_a_scripted_engine() -> None:
+    from app.blueprints import plugins as plugin_views
+    from app.engine.plugins import PluginEngine
+    from tests.unit.swarm.fakes import FakeCalls
+
+    found = {"Id": "abc", "Name": "sshfs:latest", "Enabled": True,
+             "Settings": {"Env": ["DEBUG=0"], "Args": []}, "Config": {"Args": {"Name": "opts"}}}
+    with running(operations_level=3) as (harness, _):
+        calls = FakeCalls({("GET", "/plugins/sshfs/json"): found})
+        harness.app.extensions[plugin_views.ENGINE_KEY] = PluginEngine(calls)
+        client = harness.app.test_client()
+        disable = _dry(client.post("/plugins/sshfs/disable?dryRun=true"))
+        assert disable["changes"] == [{"field": "Enabled", "old": True, "new": False}]
+        assert disable["target"]["name"] == "sshfs:latest"
+        assert client.post("/plugins/sshfs/enable?dryRun=true").get_json()["code"] == "ENG003"   # already
+        assert client.delete("/plugins/sshfs?dryRun=true").get_json()["code"] == "ENG003"        # enabled
+        removal = _dry(client.delete("/plugins/sshfs?dryRun=true&force=true"))
+        assert removal["action"] == "remove" and removal["removes"][0]["id"] == "abc"
+        settings = _dry(client.patch("/plugins/sshfs/settings?dryRun=true",
+                                     json={"env": ["DEBUG=1"], "args": ["-o", "ro"]}))
+        assert settings["changes"] == [{"field": "Settings.Env", "old": ["DEBUG=0"], "new": ["DEBUG=1"]},
+                                       {"field": "Settings.Args", "old": [], "new": ["-o", "ro"]}]
+        assert client.post("/plugins/nope/enable?dryRun=true").status_code == 404
+        assert {method for method, _ in calls.paths()} == {"GET"}   # nothing but reads reached the engine
