@@ -178,11 +178,11 @@ class Plugin(MethodView):
         require_key("plugin", str(plugin.get("Name") or name), sent=name)
         return detail(plugin)
 
+    @blp.doc(parameters=[{"in": "query", "name": "force", "schema": {"type": "string", "enum": ["true"]},
+                          "required": False}, dry_run.PARAMETER_DOC])   # outside write_documented: kept whole
     @write_documented(blp, "remove_plugin", description=(
         "Remove the plugin; force=true removes an enabled one too. 404 PLG004; 409 ENG003 when it is enabled "
         "or in use (without force)."))
-    @blp.doc(parameters=[{"in": "query", "name": "force", "schema": {"type": "string", "enum": ["true"]},
-                          "required": False}])
     def delete(self, name: str) -> Response:
         op = writes.begin("remove_plugin")
         force = request.args.get("force") == "true"
