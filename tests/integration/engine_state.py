@@ -3,7 +3,6 @@ with the cache, plus cheap test services on the lab's local image."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import docker
@@ -11,7 +10,7 @@ import docker
 from app.cache.entries import build_entry
 from app.cache.store import Cache
 from app.resources import ENGINE_KINDS, ResourceKind
-from tests.conftest import wait_for
+from tests.conftest import wait_steady
 
 IMAGE = "local/busybox:latest"
 TEST_LABEL = "shoal.test"
@@ -63,10 +62,5 @@ def sleeper(client: docker.DockerClient, name: str, replicas: int = 1, **options
 
 def settled_etag(client: Any, service_id: str) -> str:
     """The detail's ETag once it stops changing (its tasks start after a scale and the detail embeds them)."""
-    def same_twice() -> str | None:
-        first = client.get(f"/services/{service_id}").headers["ETag"]
-        time.sleep(0.5)
-        second = client.get(f"/services/{service_id}").headers["ETag"]
-        return first if first == second else None
-
-    return str(wait_for(same_twice, 20, message="a steady service detail"))
+    return str(wait_steady(lambda: client.get(f"/services/{service_id}").headers["ETag"], 0.5, 20,
+                           message="a steady service detail"))

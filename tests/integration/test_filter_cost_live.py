@@ -41,7 +41,7 @@ def test_pathological_filters_are_refused_or_finish_while_health_stays_quick(ser
                                     headers={"Connection": "close"})        # a fresh connection each time
             probes.append(time.perf_counter() - started)
             assert response.status_code == 200
-            gevent.sleep(0.01)
+            gevent.sleep(0.01)   # the probes' pacing, not a wait
 
     probe_thread = gevent.spawn(prober)
     outcomes: list[tuple[int, str | None, float]] = []

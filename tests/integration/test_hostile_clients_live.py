@@ -139,7 +139,7 @@ def test_log_readers_that_never_read_keep_the_worker_bounded(hostile_server: tup
     base, pid = hostile_server
     wait_for(lambda: requests.get(f"{base}/services/{loud_service.id}", timeout=5).status_code == 200, 15,
              message="service cached")
-    gevent.sleep(5.0)      # a backlog for the tails to replay at the engine's speed
+    gevent.sleep(5.0)      # not a wait: 5 s of 1 MB lines make the backlog the tails replay (since=60s)
     before = rss_mib(pid)
     readers: list[socket.socket] = []
     try:
@@ -149,7 +149,7 @@ def test_log_readers_that_never_read_keep_the_worker_bounded(hostile_server: tup
         peak, latencies = before, []
         deadline = time.monotonic() + SECONDS
         while time.monotonic() < deadline:
-            gevent.sleep(1.0)
+            gevent.sleep(1.0)   # the sampling period of this measurement, not a wait
             peak = max(peak, rss_mib(pid))
             started = time.monotonic()
             assert requests.get(f"{base}/-/health", timeout=10).status_code == 200

@@ -110,10 +110,16 @@ class Objects:
 
     def clean(self) -> None:
         api = self.client.api
+        removed: set[str] = set()
         with contextlib.suppress(docker.errors.APIError):
             for service in api.services(filters={"label": f"{STACK}={N}"}):
                 api.remove_service(service["ID"])
-        time.sleep(2)   # tasks let go of networks, configs and secrets
+                removed.add(service["ID"])
+        # The removed services' tasks let go of networks, configs and secrets once they are gone (best effort:
+        # the removals below ignore what is still held).
+        with contextlib.suppress(AssertionError):
+            wait_for(lambda: not [t for t in api.tasks() if t["ServiceID"] in removed], 30, interval=0.2,
+                     message="the removed services' tasks gone")
         removals: list[tuple[Callable[[str], Any], set[str]]] = [
             (api.remove_config, {c["ID"] for c in api.configs()} - self.before["configs"]),
             (api.remove_secret, {s["ID"] for s in api.secrets()} - self.before["secrets"]),
