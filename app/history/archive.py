@@ -20,9 +20,8 @@ import logging
 import sqlite3
 from typing import Protocol
 
-import gevent
-
 from app.cache.history import Change, History
+from app.cooperate import pause
 from app.history.selection import SCAN_BUDGET, Cursor, HistoryFilter, Selection, select
 from app.store.archive import Flat, Window
 
@@ -104,7 +103,7 @@ def _from_archive(archive: Archive, wanted: HistoryFilter, limit: int, found: li
         if budget <= 0 or reads == MAX_READS:
             return Selection(found, position)
         size = min(CHUNK, size * 2)
-        gevent.sleep(0)   # the filters ran on the hub: let others in between reads
+        pause()   # the filters ran on the hub: let others (sockets, timers too) in between reads
     return Selection(found, position)   # pragma: no cover (the loop returns)
 
 

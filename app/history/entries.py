@@ -15,19 +15,25 @@ own write endpoints (``app.writes.audit``), else null.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from app.acl.redact import Visible, redact_raw
 from app.cache.history import Action, Change
 from app.cache.store import Cache
+from app.cooperate import pause
 from app.history import diff, summary
 from app.resources import ResourceKind
 
 Data = dict[str, Any]
 ENTRY_TYPE = "HistoryEntry"
+T = TypeVar("T")
+# A page of 200 records the memo has not seen (an archive page, deep in the file) costs 50-150 ms of diffs:
+# built in slices of this many seconds, the hub let go between them (docs/figures.md).
+SLICE_SECONDS = 0.004
 
 
 def entry_path(seq: int) -> str:
@@ -138,3 +144,19 @@ def entry(change: Change, cache: Cache, base: str, audit: Callable[[int], Data |
     body.update(members)   # shared with the memo: callers must not mutate an entry's changes
     body["audit"] = audit(change.seq) if audit is not None else None
     return body
+
+
+def built_in_slices(changes: Iterable[Change], build: Callable[[Change], T]) -> list[T]:
+    """``build`` of every record, in order, giving the loop a turn (``app.cooperate.pause``: a zero-delay
+    timer, so sockets and timers are served; ``gevent.sleep(0)`` would resume before they are) whenever a
+    slice of ``SLICE_SECONDS`` has been spent: a page's entries never hold the hub for the whole page. Records are
+    immutable and an entry reads the cache only for display names, so a page built across yields is the
+    page built at once, but for names changed meanwhile."""
+    built: list[T] = []
+    started = time.perf_counter()
+    for change in changes:
+        built.append(build(change))
+        if time.perf_counter() - started >= SLICE_SECONDS:
+            pause()
+            started = time.perf_counter()
+    return built

@@ -59,13 +59,20 @@ def collection() -> Response:
     chosen = select_all(runtime.cache.history, runtime.store, replace(wanted, readable=change_filter()), cursor)
     body = envelope(base, request.path, "Collection")
     visible = read_filter()
-    body.update(items=[entries.entry(change, runtime.cache, base, runtime.audit.of, visible)
-                       for change in chosen.changes],
-                total=len(chosen.changes), limit=cursor.limit, offset=0)
+
+    def built(change: Change) -> bytes:
+        return respond.encode(entries.entry(change, runtime.cache, base, runtime.audit.of, visible))
+
+    # Built and encoded in slices, the hub let go between them: entries listing many changed fields make a
+    # page megabytes of JSON, which one json.dumps would encode in one stretch (docs/history-and-feeds.md).
+    items = entries.built_in_slices(chosen.changes, built)
+    body.update(items=[], total=len(chosen.changes), limit=cursor.limit, offset=0)
     next_url = _next_url(base + request.path, chosen)
     if next_url is not None:
         body["next"] = next_url
-    response = respond.document(body)
+    # "items":[] stands once: inside a string member (a path) its quotes would be escaped
+    response = respond.encoded_document(respond.encode(body).replace(
+        b'"items":[]', b'"items":[' + b",".join(items) + b"]", 1))
     if next_url is not None:
         response.headers.add("Link", link(next_url, "next"))
     return respond.with_freshness(response)
@@ -107,8 +114,8 @@ def history_feed(*, title: str, wanted: HistoryFilter, alternate: str | None = N
         self_url=page_url(feed_path, request.args),
         first_url=page_url(feed_path, request.args, before=None),
         alternate=alternate if alternate is not None else base + request.path,
-        items=[_item(change, runtime.cache, base, entries.feed_entry_id(feed_id, epoch, change.seq))
-               for change in chosen.changes],
+        items=entries.built_in_slices(chosen.changes, lambda change: _item(
+            change, runtime.cache, base, entries.feed_entry_id(feed_id, epoch, change.seq))),
         updated=runtime.started_at,
         next_url=_next_url(feed_path, chosen))
     return respond.with_freshness(feed_response(page))

@@ -76,18 +76,21 @@ def parse_log_query(args: Mapping[str, str], now_ns: int, *, live: bool,
 
 
 def _start(args: Mapping[str, str], now_ns: int, last_event_id: str | None) -> int | None:
+    starts: list[int] = []
     for name, exclusive in (("after", True), ("since", False)):
         text = args.get(name)
         if text is None:
             continue
-        try:
+        try:     # both checked, even when after wins: a bad since is refused, never silently ignored
             instant = parse_instant(text, now_ns)
         except TimeRangeError as exc:   # checked here: the engine answered a 500 with its internals
             raise ProblemError("LOG003", detail=f"{name}: {exc}.") from None
         except TimeFormatError:
             raise ProblemError("LOG003", detail=f"{name}={text!r} is neither an RFC 3339 timestamp nor a "
                                                 "duration such as 1h30m.") from None
-        return instant + 1 if exclusive else instant
+        starts.append(instant + 1 if exclusive else instant)
+    if starts:
+        return starts[0]
     if last_event_id:
         try:
             return parse_rfc3339(last_event_id) + 1

@@ -54,6 +54,11 @@ def test_after_is_exclusive_and_since_inclusive() -> None:
     assert query(after=STAMP, since="2020-01-01T00:00:00Z").start == ns + 1   # after wins
 
 
+def test_a_bad_since_is_refused_even_when_after_wins() -> None:
+    assert code_of(after=STAMP, since="yesterday") == "LOG003"
+    assert code_of(after=STAMP, since="1969-12-31T23:59:59Z") == "LOG003"
+
+
 def test_durations_are_relative_to_now() -> None:
     assert query(after="1h30m").start == NOW - 5400 * NS_PER_SECOND + 1
     assert query(before="90s").before == NOW - 90 * NS_PER_SECOND
