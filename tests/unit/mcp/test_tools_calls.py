@@ -153,3 +153,14 @@ def test_get_logs_and_search_read_paths() -> None:
             bad_since = call("get_logs", {"service": "shop_web_api", "since": "yesterday"}, user="reader")
             assert bad_since["isError"] is True and "(LOG003)" in text(bad_since)
         assert CFG_OTHER
+
+
+def test_a_base_path_is_kept_for_the_inner_request() -> None:
+    with running(operations_level=1, base_path="/shoal") as (harness, writer), \
+            harness.app.test_request_context("/mcp", method="POST", base_url="http://localhost/shoal"):
+        g.identity = None
+        result = call("scale_service", {"id": SVC_WEB, "replicas": 3, "dryRun": True})
+        assert result["isError"] is False, text(result)
+        assert result["structuredContent"]["target"]["@id"] == f"/shoal/services/{SVC_WEB}"
+        assert call("scale_service", {"id": SVC_WEB, "replicas": 3})["isError"] is False
+        assert len(writer.writes) == 1
