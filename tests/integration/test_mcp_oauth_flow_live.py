@@ -33,7 +33,7 @@ import pytest
 
 from tests.conftest import free_port, gunicorn_env, launch_gunicorn, stop_gunicorn
 
-TTL = 15   # seconds an access token lives: longer than a restart, short enough to wait for
+TTL = 45   # seconds an access token lives: longer than a restart, short enough to wait for
 HUMAN = {"X-Forwarded-User": "alice", "X-Forwarded-Groups": "ops,dev"}
 CALLBACK = "http://127.0.0.1:33418/callback"
 
