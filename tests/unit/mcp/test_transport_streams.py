@@ -108,6 +108,9 @@ def test_a_stream_closed_before_its_first_byte_frees_its_place(mcp: Harness) -> 
 
 def test_the_get_stream_needs_a_known_session(mcp: Harness) -> None:
     client = mcp.app.test_client()
+    headers = open_session(client)
+    head = client.head("/mcp", headers=headers)
+    assert head.status_code == 200 and head.mimetype == "text/event-stream" and _session(mcp).stream is None
     assert client.get("/mcp", headers={VERSION: "2025-11-25"}).status_code == 400
     assert client.get("/mcp", headers={"Mcp-Session-Id": "nope"}).status_code == 404
 
