@@ -1,10 +1,11 @@
 """Authentication on every request: the configured provider makes ``g.identity`` or the request is 401.
 
-Bypassed (docs/auth.md): ``/-/…``, ``/api…``, ``/auth/…``, ``/assets/…``, and the agent endpoint and its authorization server (``/mcp``, ``/oauth/…``, ``/.well-known/…``: they check their own credentials); ``/auth/whoami`` calls
-:func:`authenticate_now` itself. Every method is authenticated, OPTIONS included: its ``Allow`` tells what
-the caller may do (``app.http.options``). Missing or bad credentials are 401 ``AUT001`` with the mode's
-``WWW-Authenticate``; a provider failure is 403 ``AUT002``; an OIDC browser without a session is redirected
-to the login. With any mode but ``none``, answers vary by user: ``Vary: Authorization, Cookie``.
+Bypassed (docs/auth.md): ``/-/…``, ``/api…``, ``/auth/…``, ``/assets/…``; ``/mcp``, ``/oauth/…`` and
+``/.well-known/…`` check their own credentials; ``/auth/whoami`` calls :func:`authenticate_now` itself.
+Every method is authenticated, OPTIONS included: its ``Allow`` tells what the caller may do
+(``app.http.options``). Missing or bad credentials are 401 ``AUT001`` with the mode's ``WWW-Authenticate``; a
+provider failure is 403 ``AUT002``; an OIDC browser without a session is redirected to the login. With any
+mode but ``none``, answers vary by user: ``Vary: Authorization, Cookie``.
 """
 
 from __future__ import annotations

@@ -31,11 +31,12 @@ from app.runtime import runtime_of
 ALLOW_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 # The basic five, plus what the writes, ranges and stream resumption need from a page.
 ALLOW_HEADERS = ("Accept", "Authorization", "Content-Type", "If-None-Match", "Request-Id", "If-Match",
-                 "If-Range", "Range", "Idempotency-Key", "Prefer", "Last-Event-ID")
+                 "If-Range", "Range", "Idempotency-Key", "Prefer", "Last-Event-ID",
+                 "Mcp-Session-Id", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")   # browser agents on /mcp
 # The basic six, plus the other headers Shoal sets that are not CORS-safelisted.
 EXPOSE_HEADERS = ("ETag", "Link", "Allow", "Location", "Retry-After", "Request-Id", "Content-Range",
                   "Accept-Patch", "Accept-Ranges", "Preference-Applied", "Idempotent-Replayed", "Deprecation",
-                  "Link-Template", "Cache-Freshness", "Cache-Sequence", "WWW-Authenticate")
+                  "Link-Template", "Cache-Freshness", "Cache-Sequence", "WWW-Authenticate", "Mcp-Session-Id")
 MAX_AGE = 86400
 SSE = "text/event-stream"
 _DEFAULT_PORTS = {"http": "80", "https": "443"}

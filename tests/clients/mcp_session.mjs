@@ -28,14 +28,14 @@ try {
   step("clusterMime", cluster.contents[0].mimeType);
   const detail = await client.readResource({ uri: `service://services/${serviceName}` });
   const service = JSON.parse(detail.contents[0].text);
-  step("serviceId", service.ID ?? null);
+  step("serviceId", service.service?.ID ?? null);
   const found = await client.callTool({ name: "search", arguments: { query: serviceName } });
   step("searchIsError", Boolean(found.isError));
   step("searchText", found.content[0].text.includes(serviceName));
-  const uri = `service://services/${service.ID}`;
+  const uri = `service://services/${service.service.ID}`;
   await client.subscribeResource({ uri });
   const calledAt = Date.now();
-  const scaled = await client.callTool({ name: "scale_service", arguments: { id: service.ID, replicas: Number(replicas) } });
+  const scaled = await client.callTool({ name: "scale_service", arguments: { id: service.service.ID, replicas: Number(replicas) } });
   step("scaleIsError", Boolean(scaled.isError));
   step("scaleText", scaled.content[0].text.slice(0, 300));
   const until = Date.now() + 5000;

@@ -55,7 +55,7 @@ def run_session(url: str, name: str, replicas: int) -> dict[str, object]:
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     assert lines, f"no summary from node (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     summary: dict[str, object] = json.loads(lines[-1])
-    assert proc.returncode == 0 and "error" not in summary, summary
+    assert proc.returncode == 0 and "error" not in summary, json.dumps(summary, indent=1)
     return summary
 
 
