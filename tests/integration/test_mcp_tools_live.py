@@ -39,19 +39,25 @@ ABOVE = {0: ("scale_service", "replicas"), 1: ("update_service_env", "env"), 2: 
 
 
 # ---------------------------------------------------------------------------------------------- fixtures
-@pytest.fixture(scope="module", params=[0, 1, 2, 3], ids=lambda level: f"level{level}")
-def level_server(request: pytest.FixtureRequest, docker_host: str,
-                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str]]:
-    level: int = request.param
-    tmp = tmp_path_factory.mktemp(f"gunicorn-mcp-tools-{level}")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = gunicorn_env(docker_host, port, SERVICE_MCP="true", SERVICE_OPERATIONS_LEVEL=str(level),
-                       SERVICE_DATA_DIR=str(tmp / "state"))
-    log_path = tmp / "server.log"
-    proc = launch_gunicorn(env, log_path, base)
-    yield level, base
-    stop_gunicorn(proc, log_path)
+@pytest.fixture(scope="module")
+def servers(docker_host: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[int], str]]:
+    """``servers(level)``: the base URL of a gunicorn at that operations level (started once, on first use)."""
+    started: dict[int, tuple[Any, Path, str]] = {}
+
+    def at(level: int) -> str:
+        if level not in started:
+            tmp = tmp_path_factory.mktemp(f"gunicorn-mcp-tools-{level}")
+            port = free_port()
+            base = f"http://127.0.0.1:{port}"
+            env = gunicorn_env(docker_host, port, SERVICE_MCP="true", SERVICE_OPERATIONS_LEVEL=str(level),
+                               SERVICE_DATA_DIR=str(tmp / "state"))
+            log_path = tmp / "server.log"
+            started[level] = (launch_gunicorn(env, log_path, base), log_path, base)
+        return started[level][2]
+
+    yield at
+    for proc, log_path, _ in started.values():
+        stop_gunicorn(proc, log_path)
 
 
 def _service(dclient: docker.DockerClient, name: str, *, command: str = "sleep 1000000",
@@ -104,9 +110,10 @@ def _ok(result: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- every level
-def test_listing_and_the_level_gate(level_server: tuple[int, str], service: str,
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_listing_and_the_level_gate(level: int, servers: Callable[[int], str], service: str,
                                     engine: docker.APIClient) -> None:
-    level, base = level_server
+    base = servers(level)
 
     async def work(client: Any) -> set[str]:
         return {tool.name for tool in (await client.list_tools()).tools}
@@ -127,10 +134,8 @@ def test_listing_and_the_level_gate(level_server: tuple[int, str], service: str,
 
 
 # ---------------------------------------------------------------------------------------------- level 0
-def test_get_logs_and_search(level_server: tuple[int, str], dclient: docker.DockerClient) -> None:
-    level, base = level_server
-    if level != 0:
-        pytest.skip("the read tools are exercised once, on the level-0 server")
+def test_get_logs_and_search(servers: Callable[[int], str], dclient: docker.DockerClient) -> None:
+    base = servers(0)
     name = f"t-mcp-logs-{uuid.uuid4().hex[:6]}"
     created = _service(dclient, name, command="for i in 1 2 3; do echo plain line $i; done; "
                                               "echo 'level=error boom'; echo '[warn] careful'; sleep 1000000")
@@ -165,11 +170,9 @@ def test_get_logs_and_search(level_server: tuple[int, str], dclient: docker.Dock
 
 
 # ---------------------------------------------------------------------------------------------- level 1
-def test_operational_tools(level_server: tuple[int, str], service: str, engine: docker.APIClient,
+def test_operational_tools(servers: Callable[[int], str], service: str, engine: docker.APIClient,
                            dclient: docker.DockerClient) -> None:
-    level, base = level_server
-    if level != 1:
-        pytest.skip("the tier-1 tools are exercised on the level-1 server")
+    base = servers(1)
     url = f"{base}/mcp"
     scaled = _ok(_call(url, "scale_service", {"id": service, "replicas": 2}))
     spec = engine.inspect_service(service)["Spec"]
@@ -221,10 +224,8 @@ def test_operational_tools(level_server: tuple[int, str], service: str, engine: 
 
 
 # ---------------------------------------------------------------------------------------------- level 2
-def test_configuration_tools(level_server: tuple[int, str], service: str, engine: docker.APIClient) -> None:
-    level, base = level_server
-    if level != 2:
-        pytest.skip("the tier-2 tools are exercised on the level-2 server")
+def test_configuration_tools(servers: Callable[[int], str], service: str, engine: docker.APIClient) -> None:
+    base = servers(2)
     url = f"{base}/mcp"
     node_id = engine.info()["Swarm"]["NodeID"]
     hostname = engine.inspect_node(node_id)["Description"]["Hostname"]
@@ -274,11 +275,9 @@ def test_configuration_tools(level_server: tuple[int, str], service: str, engine
 
 
 # ---------------------------------------------------------------------------------------------- level 3
-def test_impactful_tools_and_dry_runs(level_server: tuple[int, str], service: str, engine: docker.APIClient,
+def test_impactful_tools_and_dry_runs(servers: Callable[[int], str], service: str, engine: docker.APIClient,
                                       dclient: docker.DockerClient) -> None:
-    level, base = level_server
-    if level != 3:
-        pytest.skip("the tier-3 tools are exercised on the level-3 server")
+    base = servers(3)
     url = f"{base}/mcp"
     node_id = engine.info()["Swarm"]["NodeID"]
     suffix = uuid.uuid4().hex[:6]
@@ -333,13 +332,6 @@ def test_impactful_tools_and_dry_runs(level_server: tuple[int, str], service: st
     assert again.is_error and "(VOL002)" in _text(again)
 
 
-def test_the_lab_is_left_clean(dclient: docker.DockerClient) -> None:
-    """No object of these tests is left behind (names start with t-mcp-)."""
-    for listing in (dclient.services.list, dclient.configs.list, dclient.secrets.list):
-        assert not [item.name for item in listing() if item.name.startswith("t-mcp-")]
-    assert Path("/").exists()
-
-
 # ---------------------------------------------------------------------------------------------- ACL, OAuth
 def test_acl_through_a_bearer_token(docker_host: str, tmp_path_factory: pytest.TempPathFactory,
                                     dclient: docker.DockerClient, engine: docker.APIClient) -> None:
@@ -365,8 +357,8 @@ def test_acl_through_a_bearer_token(docker_host: str, tmp_path_factory: pytest.T
     suffix = uuid.uuid4().hex[:6]
     mine = _service(dclient, f"t-mcp-acl-{suffix}")
     other = _service(dclient, f"t-mcp-other-{suffix}")
-    server.start()
     try:
+        server.start()
         storage = Storage()
         provider = _provider(server, storage, Browser())
 
@@ -399,6 +391,13 @@ def test_acl_through_a_bearer_token(docker_host: str, tmp_path_factory: pytest.T
         assert isinstance(audit, dict)
         assert audit["identity"] == "alice" and audit["via"] == "mcp" and audit["client"] == client_id
     finally:
-        server.stop()
+        if server.proc is not None:
+            server.stop()
         mine.remove()
         other.remove()
+
+
+def test_the_lab_is_left_clean(dclient: docker.DockerClient) -> None:
+    """No object of these tests is left behind (names start with t-mcp-)."""
+    for listing in (dclient.services.list, dclient.configs.list, dclient.secrets.list):
+        assert not [item.name for item in listing() if item.name.startswith("t-mcp-")]
