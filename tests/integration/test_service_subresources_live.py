@@ -14,7 +14,7 @@ from typing import Any
 import docker
 import pytest
 
-from tests.conftest import running_app, start_runtime_app, wait_for
+from tests.conftest import running_app, start_runtime_app, wait_for, wait_steady
 from tests.integration.engine_state import settled_etag, sleeper
 
 pytestmark = pytest.mark.integration
@@ -64,6 +64,17 @@ def container(engine: docker.APIClient, service_id: str) -> dict[str, Any]:
 
 def version(engine: docker.APIClient, service_id: str) -> int:
     return int(inspected(engine, service_id)["Version"]["Index"])
+
+
+def at_rest(engine: docker.APIClient, service_id: str) -> int:
+    """The service's version once its update has rolled out (the engine bumps the version as the update
+    status moves) and it has stayed the same for a second."""
+    def rolled_out() -> int | None:
+        found = inspected(engine, service_id)
+        rolling = (found.get("UpdateStatus") or {}).get("State") in ("updating", "rollback_started")
+        return None if rolling else int(found["Version"]["Index"])
+
+    return int(wait_steady(rolled_out, 1.0, 60, interval=0.2, message="the service's update rolled out"))
 
 
 class Writer:
@@ -308,7 +319,7 @@ def test_ports_host_mode_then_ingress_after_vip(app3: Any, service: Any, engine:
     body = ok(patch(client, f"{base}/ports", {"ports": [host]}, MP), "ServicePorts")
     assert spec(engine, service.id)["EndpointSpec"]["Ports"] == [host] == body["ports"]
     ingress = {"Protocol": "tcp", "TargetPort": 80, "PublishedPort": 38082, "PublishMode": "ingress"}
-    before = version(engine, service.id)
+    before = at_rest(engine, service.id)   # the engine moves the version itself while the update rolls out
     refused = patch(client, f"{base}/ports", [{"op": "add", "path": "/-", "value": ingress}], JP)
     assert refused.status_code == 400 and refused.get_json()["code"] == "ENG003"   # dnsrr + ingress
     assert version(engine, service.id) == before
