@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from app.mcp import revisions
+from app.mcp import resources, revisions
 from app.mcp.registry import INVALID_PARAMS, CallContext, RpcError, method
 from app.mcp.sessions import Session
 
@@ -84,5 +84,5 @@ def listen(ctx: CallContext, params: dict[str, Any]) -> dict[str, Any]:
     if wanted.get("resourcesListChanged") is True:
         honored["resourcesListChanged"] = True
     if uris:
-        honored["resourceSubscriptions"] = list(dict.fromkeys(uris))
+        honored["resourceSubscriptions"] = resources.honor_subscriptions(ctx, uris)   # logs URIs: followers
     return {"notifications": honored}
