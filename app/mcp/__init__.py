@@ -16,7 +16,9 @@ PARTS = ("app.mcp.lifecycle", "app.mcp.resources", "app.mcp.completion", "app.mc
 
 def init_mcp(app: Flask) -> None:
     """Register every part's methods, run their ``init(app)``, and route ``/mcp``."""
+    from app.mcp.metrics import McpCollector
     from app.mcp.transport import init_transport
+    from app.selfmetrics import register_collector
 
     for name in PARTS:
         module = importlib.import_module(name)
@@ -24,3 +26,4 @@ def init_mcp(app: Flask) -> None:
         if callable(init):
             init(app)
     init_transport(app)
+    register_collector(app, McpCollector(app))   # shoal_mcp_* on /-/metrics

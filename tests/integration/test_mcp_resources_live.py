@@ -29,6 +29,7 @@ import pytest
 from app.logs.timestamps import parse_rfc3339
 from tests.conftest import free_port, gunicorn_env, launch_gunicorn, stop_gunicorn, wait_for
 from tests.integration.engine_state import sleeper
+from tests.integration.mcp_waits import get_streams_open
 
 UPDATED = "notifications/resources/updated"
 LIST_CHANGED = "notifications/resources/list_changed"
@@ -206,7 +207,7 @@ def test_subscriptions_get_updated_list_changed_and_log_notifications(base: str,
                 await client.subscribe_resource(logs_uri)
             finally:
                 manager.__exit__(None, None, None)
-            await asyncio.sleep(0.5)   # the SDK opens its GET stream after notifications/initialized
+            await get_streams_open(base)   # the SDK opens its GET stream after notifications/initialized
             found["logs"] = await inbox.wait(UPDATED, logs_uri, timeout=8)
             began = time.monotonic()
             scaled = await rest.put(f"/services/{service.id}/scale", json={"replicas": 2})

@@ -28,6 +28,7 @@ import pytest
 
 from tests.conftest import free_port, gunicorn_env, launch_gunicorn, stop_gunicorn, wait_for
 from tests.integration.engine_state import sleeper
+from tests.integration.mcp_waits import get_streams_open
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
@@ -145,7 +146,7 @@ def test_legacy_mode_pings_lists_and_gets_a_notification_on_the_get_stream(
                 await client.send_ping()
                 await client.subscribe_resource(uri)
             tools = _tool_names(await client.list_tools())
-            await asyncio.sleep(1.0)   # the GET stream opens after notifications/initialized
+            await get_streams_open(mcp_url.removesuffix("/mcp"))   # the GET stream opens after initialized
             scaled = await client.call_tool("scale_service", {"id": service_id, "replicas": 2})
             assert not scaled.is_error, scaled
             began = time.monotonic()
