@@ -8,7 +8,7 @@ notes the longest gap between its wake-ups: the hub's longest hold during the pa
 
 Run (from the repository root; about a minute with the defaults)::
 
-    .venv/bin/python -m gevent.monkey --module bench.bench_history_archive [--archive 20000] [--pages 60]
+    .venv/bin/python -m gevent.monkey --module bench.bench_history_archive [--archive 20000] [--pages 60] [--heavy]
 
 Prints p50/p99/max of the page and the longest hub hold, and writes JSON to
 ``bench/results/bench_history_archive.json``. To compare with another checkout (the code before a change),
@@ -18,6 +18,7 @@ run this file from there with ``--repo`` pointing at it (its ``app`` is imported
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import random
 import sys
@@ -77,37 +78,55 @@ def _stats(samples: list[float]) -> dict[str, float]:
             "max": round(max(samples), 1)}
 
 
-def _fill(path: str, count: int) -> int:
-    """``count`` task updates in a new store file; returns the last sequence number."""
+def _fill(path: str, count: int, heavy: bool) -> int:
+    """``count`` updates in a new store file; returns the last sequence number. Task updates (a version and a
+    status message changed: light diffs, short entries), or with ``heavy`` service updates with 200
+    environment variables and 100 labels changed (~1 ms of diff and ~7 KB of JSON per entry)."""
     from app.cache.history import Action, Change
     from app.resources import ResourceKind
     from app.store.database import Database
     from bench.synthetic import ClusterShape, build_snapshot
 
-    tasks = build_snapshot(ClusterShape(tasks=500))[ResourceKind.TASK][:500]
+    snapshot = build_snapshot(ClusterShape(tasks=500))
     database = Database.open(path)
     now = time.time() - count
+    kind = ResourceKind.SERVICE if heavy else ResourceKind.TASK
+    raws = snapshot[kind][:500]
     for start in range(1, count + 1, 5_000):
         batch = []
         for seq in range(start, min(start + 5_000, count + 1)):
-            raw = tasks[seq % len(tasks)]
-            after = {**raw, "Version": {"Index": seq}, "Status": {**raw.get("Status", {}), "Message": f"m{seq}"}}
-            batch.append(Change(seq, ResourceKind.TASK, Action.UPDATE, raw["ID"], raw["ID"], now + seq, raw, after,
-                                3_000))
+            raw = raws[seq % len(raws)]
+            if heavy:
+                raw, after = _heavy(raw)
+            else:
+                after = {**raw, "Version": {"Index": seq}, "Status": {**raw.get("Status", {}), "Message": f"m{seq}"}}
+            batch.append(Change(seq, kind, Action.UPDATE, raw["ID"], raw["ID"], now + seq, raw, after, 3_000))
         database.write(batch)
     database.close()
     return count
 
 
-def run(count: int, pages: int, ring: int) -> dict[str, Any]:
+def _heavy(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    before = copy.deepcopy(raw)
+    container = before["Spec"]["TaskTemplate"].setdefault("ContainerSpec", {})
+    container["Env"] = [f"VAR_{i}=value-{i}" for i in range(200)]
+    before["Spec"]["Labels"] = {f"label.{i}": f"v{i}" for i in range(100)}
+    after = copy.deepcopy(before)
+    after["Spec"]["TaskTemplate"]["ContainerSpec"]["Env"] = [f"VAR_{i}=other-{i}" for i in range(200)]
+    after["Spec"]["Labels"] = {f"label.{i}": f"w{i}" for i in range(100)}
+    return before, after
+
+
+def run(count: int, pages: int, ring: int, heavy: bool = False) -> dict[str, Any]:
     from app.store.database import FILE_NAME
     from tests.fakes import FakeEngine
     from tests.unit.objects import cluster
     from tests.unit.support import build_harness
 
-    results: dict[str, Any] = {"archived": count, "ring": ring, "limit": 200}
+    results: dict[str, Any] = {"archived": count, "ring": ring, "limit": 200,
+                               "records": "heavy service updates" if heavy else "task updates"}
     with tempfile.TemporaryDirectory() as directory:
-        last = _fill(str(Path(directory) / FILE_NAME), count)
+        last = _fill(str(Path(directory) / FILE_NAME), count, heavy)
         harness = build_harness(FakeEngine(cluster()), data_dir=directory, history_size=ring)
         harness.start(timeout=60)
         client = harness.app.test_client()
@@ -115,6 +134,7 @@ def run(count: int, pages: int, ring: int) -> dict[str, Any]:
         ticker = Ticker()
         try:
             for name, suffix in (("json", ""), ("atom", ".atom")):
+                client.get(f"/history{suffix}?limit=200&before={last - ring - 1_000}")   # warm-up, not counted
                 took, held, worked = [], [], []
                 for _ in range(pages):
                     before = rng.randrange(1_000, last - ring - 1_000)
@@ -141,12 +161,13 @@ def main() -> None:
     parser.add_argument("--archive", type=int, default=20_000, help="records in the file")
     parser.add_argument("--pages", type=int, default=60, help="pages per representation")
     parser.add_argument("--ring", type=int, default=500, help="server.history_size")
+    parser.add_argument("--heavy", action="store_true", help="service updates with many changed fields")
     parser.add_argument("--repo", default=None, help="import app from this checkout instead")
     parser.add_argument("--out", default=str(RESULTS / "bench_history_archive.json"))
     args = parser.parse_args()
     if args.repo:
         sys.path.insert(0, args.repo)
-    results = run(args.archive, args.pages, args.ring)
+    results = run(args.archive, args.pages, args.ring, args.heavy)
     for name in ("json", "atom"):
         page, held, cpu = (results[name][key] for key in ("page_ms", "hub_hold_ms", "hub_hold_cpu_ms"))
         print(f"{name}: 200-entry archive page p50 {page['p50']} p99 {page['p99']} max {page['max']} ms; "

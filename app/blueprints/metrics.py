@@ -104,9 +104,9 @@ class MetricsLabelValues(MethodView):
 
 @negotiated()
 def _label_unnamed() -> Response:
-    """``/metrics/labels/``: the name is missing (400 MTR006). Not an operation of the document, where the
-    name of ``/metrics/labels/{name}`` has at least one character: this URL is that path with an empty name,
-    which the document calls invalid and the server refuses."""
+    """Never a label's values: the name is missing (400 MTR006). Not an operation of the OpenAPI document,
+    where the name of ``/metrics/labels/{name}`` has at least one character: this URL is that path with an
+    empty name, which the document calls invalid and the server refuses (docs/api-documents.md)."""
     require_grants()
     return views.label_values("")
 
