@@ -44,11 +44,14 @@ def _code(harness: Harness, url: str, **headers: str) -> tuple[int, Any]:
 
 
 def _feed_urls(harness: Harness) -> list[str]:
-    document = harness.app.test_client().get("/api").get_json()
-    service = harness.app.test_client().get("/services?limit=1").get_json()["items"][0]["@id"]
-    urls = [path.replace("{id}", service.rsplit("/", 1)[1]) for path, operations in document["paths"].items()
-            if any(p.get("name") == "action" for p in operations.get("get", {}).get("parameters", []))
-            and path.count("{") <= (1 if path == "/services/{id}" else 0)]
+    """Every URL of an operation documenting ``action`` (the feed parameters): lists, ``/search``, ``/events``,
+    ``/history`` and, for details, one service."""
+    client = harness.app.test_client()
+    service = client.get("/services?limit=1").get_json()["items"][0]["@id"]
+    paths = [path for path, operations in client.get("/api").get_json()["paths"].items()
+             if any(p.get("name") == "action" for p in operations.get("get", {}).get("parameters", []))]
+    urls = [service if path == "/services/{id}" else path for path in paths if "{" not in path
+            or path == "/services/{id}"]
     assert {"/services", "/search", "/history", "/events", service} <= set(urls), urls
     return urls
 
