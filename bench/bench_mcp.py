@@ -5,12 +5,13 @@
 One gunicorn (the gevent worker, ``gunicorn.conf.py``) on 127.0.0.1 with ``SERVICE_MCP=true`` at operations
 level 1, auth mode none, its state store in a temporary directory. Requests alternate between the MCP call
 and the REST call with the same effect, so both see the same noise. Rows report n, p50, p99 (nearest rank)
-and max in ms, client side (``requests`` keep-alive sessions; one handshake session, 2025-11-25):
+and max in ms, client side (``requests`` keep-alive sessions; one handshake session, 2025-11-25; the session cap raised to 1,024 for the idle row):
 
 1. ``resources/read service://services/<id>`` vs ``GET /services/<id>`` (same representation);
 2. ``tools/call scale_service`` vs ``PUT /services/<id>/scale`` on a sleeper service the bench creates
    (``b-mcp-<pid>``, removed at the end even on failure), replicas alternating 1/2;
-3. 256 idle sessions: the worker's RSS before and after opening them (``/proc/<pid>/status``), per session;
+3. 256 idle sessions (their connections closed after the handshake): the worker's RSS before and after
+   opening them (``/proc/<pid>/status``), per session;
 4. ``GET /-/health`` from a second client while the agent calls run: the tail shows whether agent work
    stalls the worker.
 
@@ -84,9 +85,13 @@ class McpSession:
             raise RuntimeError(f"{method}: {body['error']}")
         return body["result"]  # type: ignore[no-any-return]
 
+    def park(self) -> None:
+        """Close the connection, keep the session: an idle agent holds no socket."""
+        self.http.close()
+
     def close(self) -> None:
         with contextlib.suppress(requests.RequestException):
-            self.http.delete(self.url, timeout=5)
+            requests.delete(self.url, headers=dict(self.http.headers), timeout=5)
         self.http.close()
 
 
@@ -106,7 +111,7 @@ def gunicorn_server(docker_host: str, work: Path) -> Iterator[tuple[str, int]]:
     base = f"http://127.0.0.1:{port}"
     env = {**os.environ, "SERVICE_DOCKER_HOST": docker_host, "SERVICE_LISTEN_ADDR": f"127.0.0.1:{port}",
            "SERVICE_LOG_LEVEL": "warn", "SERVICE_OPERATIONS_LEVEL": "1", "SERVICE_MCP": "true",
-           "SERVICE_DATA_DIR": str(work / "state")}
+           "SERVICE_DATA_DIR": str(work / "state"), "SERVICE_MCP_MAX_SESSIONS": "1024"}
     env.pop("SERVICE_CONFIG", None)
     log = work / "gunicorn.log"
     with log.open("wb") as out:
@@ -206,6 +211,8 @@ def main() -> None:
 
             before = _worker_rss_kb(master)
             sessions = [McpSession(base) for _ in range(idle)]
+            for opened in sessions:
+                opened.park()
             time.sleep(1.0)   # let the worker settle its allocations before measuring RSS (not a condition)
             after = _worker_rss_kb(master)
             details["idle_sessions"] = idle
