@@ -17,7 +17,7 @@ from app.http.cors import document_preflight
 from app.http.feed_docs import document_feeds
 from app.http.negotiation import JSON, JSON_V1
 from app.http.options import document_options
-from app.schemas.jsonld_keys import separate_component_keywords
+from app.schemas.jsonld_keys import separate_component_keywords, separate_nested_keywords
 from app.streams.openapi_doc import document_streams
 
 API_KEY = "shoal.api"
@@ -98,6 +98,7 @@ def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
     document_options(document, _UNAUTHENTICATED, _DEFAULT_PROBLEM)
     document_preflight(document)
     separate_component_keywords(document.get("components", {}).get("schemas", {}))  # generators: @id vs id
+    separate_nested_keywords(document)   # the same inside inline and nested schemas
     return document
 
 

@@ -45,3 +45,18 @@ def separate_component_keywords(components: dict[str, Any]) -> list[str]:
     """Apply :func:`separate_keywords` to every component schema; the names of the schemas changed."""
     return sorted(name for name, schema in components.items()
                   if isinstance(schema, dict) and separate_keywords(schema))
+
+
+def separate_nested_keywords(node: Any) -> int:
+    """Apply :func:`separate_keywords` to every object schema anywhere below ``node`` (inline response
+    schemas and nested members, e.g. a dry run's ``target``); how many changed."""
+    changed = 0
+    if isinstance(node, dict):
+        if isinstance(node.get("properties"), dict) and separate_keywords(node):
+            changed += 1
+        for value in node.values():
+            changed += separate_nested_keywords(value)
+    elif isinstance(node, list):
+        for value in node:
+            changed += separate_nested_keywords(value)
+    return changed

@@ -85,9 +85,14 @@ def test_history_pages_past_the_ring_into_the_store(server: Server, dclient: Any
         for number in range(CONFIGS):
             made.append(dclient.configs.create(name=f"shoal-archive-{number}-{tag}", data=b"x",
                                                labels={TEST_LABEL: "1"}))
+        ids = {config.id for config in made}
+        # every create seen before the removes start: a config removed before the watcher's inspect of its
+        # create (a few ms) is never in the cache, so it has no records (this test is about the archive)
+        wait_for(lambda: sum(1 for _seq, (kind, action, object_id) in committed(server.state)[0].items()
+                             if object_id in ids and action == "create") == CONFIGS, 30,
+                 message="every create committed to the store")
         for config in made:
             config.remove()
-        ids = {config.id for config in made}
         made = []
         wait_for(lambda: sum(1 for _seq, (kind, action, object_id) in committed(server.state)[0].items()
                              if object_id in ids and action == "remove") == CONFIGS, 30,

@@ -160,6 +160,26 @@ def test_no_component_has_a_keyword_and_a_property_of_one_python_name(document: 
         assert colliding_keywords(schema) == [], name
 
 
+def test_no_schema_anywhere_has_a_keyword_and_a_property_of_one_python_name(document: dict[str, Any]) -> None:
+    """Inline and nested schemas too (a dry run's ``target`` has ``@id`` and ``id``)."""
+    found: list[str] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            if colliding_keywords(node):
+                found.append(where)
+            for key, value in node.items():
+                walk(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{where}/{index}")
+
+    walk(document, "#")
+    assert found == []
+    target = document["paths"]["/plugins/{name}/enable"]["post"]["responses"]["200"]["content"][JSON]["schema"]
+    assert "^@id$" in target["properties"]["target"]["patternProperties"]
+
+
 @pytest.mark.parametrize(("name", "body"), [
     ("ReferenceV1", {"@id": "/configs/c1", "id": "c1", "name": "app"}),
     ("TaskReferenceV1", {"@id": "/tasks/t1", "id": "t1", "name": "web.1", "state": "running",
