@@ -5,7 +5,8 @@
 One gunicorn (the gevent worker, ``gunicorn.conf.py``) on 127.0.0.1 with ``SERVICE_MCP=true`` at operations
 level 1, auth mode none, its state store in a temporary directory. Requests alternate between the MCP call
 and the REST call with the same effect, so both see the same noise. Rows report n, p50, p99 (nearest rank)
-and max in ms, client side (``requests`` keep-alive sessions; one handshake session, 2025-11-25; the session cap raised to 1,024 for the idle row):
+and max in ms, client side (``requests`` keep-alive sessions; one handshake session, 2025-11-25; the
+session cap raised to 1,024 for the idle row):
 
 1. ``resources/read service://services/<id>`` vs ``GET /services/<id>`` (same representation);
 2. ``tools/call scale_service`` vs ``PUT /services/<id>/scale`` on a sleeper service the bench creates
