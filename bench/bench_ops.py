@@ -587,7 +587,7 @@ def write_json(report: Report, plan: Plan, load: dict[str, Any]) -> None:
 
 # ---------------------------------------------------------------- main
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Issue 10 figures: writes, logs, metrics proxy, cluster reads.")
+    parser = argparse.ArgumentParser(description="Operating figures: writes, logs, metrics proxy, cluster reads.")
     parser.add_argument("--quick", action="store_true", help="few samples per row (smoke run)")
     parser.add_argument("--docker-host", default=os.environ.get("DOCKER_HOST") or DEFAULT_LAB_HOST,
                         help="the lab engine (a unix socket; default $DOCKER_HOST, else the lab's)")

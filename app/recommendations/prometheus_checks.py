@@ -67,7 +67,7 @@ Publish = Callable[[tuple[str, str], list[Finding]], None]
 
 @dataclass(slots=True)
 class MetricFinding(Finding):
-    """A finding with the measured figures of §4.7: CPU in percent of one core, memory in bytes; suggested
+    """A finding with its measured figures: CPU in percent of one core, memory in bytes; suggested
     CPU in NanoCPUs. A scalar for one resource, ``{"cpu": .., "memory": ..}`` for ``cpu+memory``."""
 
     current: Any = None
@@ -213,7 +213,7 @@ def service_findings(services: Iterable[Entry], usage: ServiceUsage, now: float,
     return found
 
 
-Figures = dict[str, tuple[float, float, int]]   # resource → (current, configured, suggested) in §4.7 units
+Figures = dict[str, tuple[float, float, int]]   # resource → (current, configured, suggested) (units: see MetricFinding)
 
 
 def _limit_findings(entry: Entry, limits: Mapping[str, Any], cpu: float | None, memory: float | None

@@ -1,5 +1,5 @@
 """Streams under an ACL policy (docs/streams.md, docs/acl.md): a restricted client gets only the events it may read
-(at fan-out and at replay, removals judged by their last known state, findings by their §4.7 key), ``sync``
+(at fan-out and at replay, removals judged by their last known state, findings by their key), ``sync``
 always passes, clients with the same grants share a frame, unrestricted clients keep the shared fast path,
 and a detail stream of an unreadable object is 403 ACL001."""
 
