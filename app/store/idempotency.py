@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, TypeVar
 
-from gevent.threadpool import ThreadPool
+from app.store.side_table import SideTable
 
 log = logging.getLogger(__name__)
 
@@ -112,31 +112,14 @@ _COLUMNS = "scope, key, fingerprint, state, created, request_id, status, headers
 PRUNE_EVERY = 64   # puts between two passes over the bounds (count, bytes); age is pruned on every put
 
 
-class SqliteKeys:
+class SqliteKeys(SideTable):
     """The durable store: one connection, one thread, every change committed before the call returns."""
 
     def __init__(self, path: str, ttl: float, max_keys: int, max_bytes: int = MAX_BYTES,
                  clock: Callable[[], float] = time.time) -> None:
-        self._path = path
         self._ttl, self._max_keys, self._max_bytes, self._clock = ttl, max_keys, max_bytes, clock
-        self._pool = ThreadPool(1)
-        self._db: sqlite3.Connection | None = None
+        super().__init__(path, _SCHEMA)
         self._puts = 0
-
-    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        def job() -> T:
-            if self._db is None:
-                self._db = self._open()
-            return work(self._db)
-        result: T = self._pool.apply(job)
-        return result
-
-    def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self._path, timeout=5.0, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA busy_timeout = 5000")
-        db.execute("PRAGMA synchronous = FULL")
-        db.executescript(_SCHEMA)
-        return db
 
     def get(self, scope: str, key: str) -> KeyRecord | None:
         cutoff = self._clock() - self._ttl
@@ -187,13 +170,6 @@ class SqliteKeys:
     def delete(self, scope: str, key: str) -> None:
         self._run(lambda db: db.execute("DELETE FROM idempotency_keys WHERE scope = ? AND key = ?", (scope, key)))
 
-    def close(self) -> None:
-        def shut(db: sqlite3.Connection) -> None:
-            db.close()
-        if self._db is not None:
-            self._run(shut)
-            self._db = None
-        self._pool.kill()
 
 
 def _row(record: KeyRecord) -> tuple[Any, ...]:

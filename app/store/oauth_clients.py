@@ -19,11 +19,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
-from gevent.threadpool import ThreadPool
+from app.store.side_table import SideTable
 
 T = TypeVar("T")
 
@@ -90,28 +89,11 @@ CREATE INDEX IF NOT EXISTS oauth_clients_last_used ON oauth_clients (last_used);
 _COLUMNS = "client_id, client_name, redirect_uris, grant_types, response_types, issued_at, last_used"
 
 
-class SqliteClients:
+class SqliteClients(SideTable):
     """The durable store: one connection, one thread, a registration committed before the call returns."""
 
     def __init__(self, path: str) -> None:
-        self._path = path
-        self._pool = ThreadPool(1)
-        self._db: sqlite3.Connection | None = None
-
-    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        def job() -> T:
-            if self._db is None:
-                self._db = self._open()
-            return work(self._db)
-        result: T = self._pool.apply(job)
-        return result
-
-    def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self._path, timeout=5.0, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA busy_timeout = 5000")
-        db.execute("PRAGMA synchronous = FULL")
-        db.executescript(_SCHEMA)
-        return db
+        super().__init__(path, _SCHEMA)
 
     def get(self, client_id: str) -> StoredClient | None:
         def read(db: sqlite3.Connection) -> StoredClient | None:
@@ -153,13 +135,6 @@ class SqliteClients:
             return int(count)
         return self._run(read)
 
-    def close(self) -> None:
-        def shut(db: sqlite3.Connection) -> None:
-            db.close()
-        if self._db is not None:
-            self._run(shut)
-            self._db = None
-        self._pool.kill()
 
 
 def _row(client: StoredClient) -> tuple[Any, ...]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Any, Protocol, TypeVar
 
-from gevent.threadpool import ThreadPool
+from app.store.side_table import SideTable
 
 MAX_TOKENS = 100_000    # refresh-token rows kept at most (used ones included)
 KEY_NAME = "signing_key"
@@ -129,29 +129,12 @@ CREATE TABLE IF NOT EXISTS oauth_meta (name TEXT PRIMARY KEY, value BLOB NOT NUL
 _COLUMNS = "token_hash, family, client_id, subject, groups, resource, created, expires, used"
 
 
-class SqliteGrants:
+class SqliteGrants(SideTable):
     """The durable store: one connection, one thread, every change committed before the call returns."""
 
     def __init__(self, path: str, max_tokens: int = MAX_TOKENS, clock: Callable[[], float] = time.time) -> None:
-        self._path = path
         self._max, self._clock = max_tokens, clock
-        self._pool = ThreadPool(1)
-        self._db: sqlite3.Connection | None = None
-
-    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        def job() -> T:
-            if self._db is None:
-                self._db = self._open()
-            return work(self._db)
-        result: T = self._pool.apply(job)
-        return result
-
-    def _open(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self._path, timeout=5.0, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA busy_timeout = 5000")
-        db.execute("PRAGMA synchronous = FULL")
-        db.executescript(_SCHEMA)
-        return db
+        super().__init__(path, _SCHEMA)
 
     def _write(self, change: Callable[[sqlite3.Connection], T]) -> T:
         """``change`` in one committed transaction, expired rows pruned in the same one."""
@@ -227,13 +210,6 @@ class SqliteGrants:
             return key
         return self._run(change)
 
-    def close(self) -> None:
-        def shut(db: sqlite3.Connection) -> None:
-            db.close()
-        if self._db is not None:
-            self._run(shut)
-            self._db = None
-        self._pool.kill()
 
 
 def _insert(db: sqlite3.Connection, record: RefreshRecord) -> None:
