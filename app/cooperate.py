@@ -7,7 +7,14 @@ non-blocking poll) before the timer fires, so a pending ``accept`` or request re
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
 import gevent
+
+T = TypeVar("T")
+SLICE_SECONDS = 0.004   # the longest stretch of sliced work between two turns of the loop
 
 
 def pause() -> None:
@@ -18,3 +25,14 @@ def pause() -> None:
         hub.wait(timer)
     finally:
         timer.close()
+
+
+def sliced(items: Iterable[T], each: Callable[[T], None], seconds: float = SLICE_SECONDS) -> None:
+    """``each`` of every item, in order, pausing whenever ``seconds`` of work have gone by: a long page never
+    holds the loop for the whole page."""
+    started = time.perf_counter()
+    for item in items:
+        each(item)
+        if time.perf_counter() - started >= seconds:
+            pause()
+            started = time.perf_counter()

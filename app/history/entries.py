@@ -15,7 +15,6 @@ own write endpoints (``app.writes.audit``), else null.
 
 from __future__ import annotations
 
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -24,7 +23,7 @@ from typing import Any, TypeVar
 from app.acl.redact import Visible, redact_raw
 from app.cache.history import Action, Change
 from app.cache.store import Cache
-from app.cooperate import pause
+from app.cooperate import sliced
 from app.history import diff, summary
 from app.resources import ResourceKind
 
@@ -153,10 +152,5 @@ def built_in_slices(changes: Iterable[Change], build: Callable[[Change], T]) -> 
     immutable and an entry reads the cache only for display names, so a page built across yields is the
     page built at once, but for names changed meanwhile."""
     built: list[T] = []
-    started = time.perf_counter()
-    for change in changes:
-        built.append(build(change))
-        if time.perf_counter() - started >= SLICE_SECONDS:
-            pause()
-            started = time.perf_counter()
+    sliced(changes, lambda change: built.append(build(change)), SLICE_SECONDS)
     return built

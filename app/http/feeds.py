@@ -32,6 +32,7 @@ from feedgen.feed import FeedGenerator
 from feedgen.util import xml_elem
 from flask import Response, request
 
+from app.cooperate import sliced
 from app.http.links import absolute, external_origin
 from app.http.negotiation import ATOM, FEED_JSON, current_representation
 from app.runtime import current_runtime
@@ -120,7 +121,7 @@ def render_atom(page: FeedPage) -> bytes:
     feed.link(href=page.first_url, rel="first", type=ATOM)
     if page.next_url is not None:
         feed.link(href=page.next_url, rel="next", type=ATOM)
-    for item in page.items:
+    def add(item: FeedItem) -> None:
         entry = feed.add_entry(order="append")
         entry.id(item.id)
         entry.title(item.title)
@@ -134,6 +135,8 @@ def render_atom(page: FeedPage) -> bytes:
         entry.content(item.content or item.summary, type="text")
         for term in item.categories:
             entry.category(term=term)
+
+    sliced(page.items, add)   # an archive page of 200 entries: the loop gets a turn every few ms
     body: bytes = feed.atom_str(pretty=False)
     return body
 
@@ -151,8 +154,13 @@ def render_json_feed(page: FeedPage, origin: str | None = None) -> bytes:
     document["authors"] = [{"name": AUTHOR}]
     document["_shoal"] = {"feedId": page.feed_id, "first": absolute(origin, page.first_url),
                           "updated": _iso(page.items[0].updated if page.items else page.updated)}
-    document["items"] = [_json_item(item, origin) for item in page.items]
-    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
+    # items encoded one by one in slices, then joined: a heavy page is ~1 MB, one dumps() of it ~25 ms
+    encoded: list[str] = []
+    sliced(page.items, lambda item: encoded.append(
+        json.dumps(_json_item(item, origin), ensure_ascii=False, separators=(",", ":"))))
+    document["items"] = []
+    head = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return (head[:-3] + "[" + ",".join(encoded) + "]}").encode()
 
 
 def _json_item(item: FeedItem, origin: str | None) -> dict[str, Any]:
