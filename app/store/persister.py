@@ -391,8 +391,11 @@ class Persister:
         :raises sqlite3.Error: the file could not be read."""
         if self._db is None or self._pool is None:
             return Window([], 0, True)
+        # unwritten before the read as well as after it: a flush that writes them while the read waits (and
+        # clears its in-flight list before this greenlet resumes) leaves them in neither the read nor the lists
+        waiting = (*self._inflight, *self._pending)
         found: Window = self._on_thread(self._reader.older, before, limit, flat, window)
-        unwritten = [change for change in (*self._inflight, *self._pending)
+        unwritten = [change for change in (*waiting, *self._inflight, *self._pending)
                      if found.low <= change.seq < before and flat.matches(change)]
         if not unwritten:
             return found

@@ -90,13 +90,13 @@ def test_gunicorn_refuses_a_bad_value_with_one_line_and_status_2(workdir: Path) 
 
 def test_gunicorn_serves_on_a_unix_socket_and_warns_once_about_ignored_keys(workdir: Path) -> None:
     socket_path, log = f"{workdir}/s.sock", workdir / "gunicorn.log"
-    env = environment(workdir, SERVICE_LISTEN_ADDR=f"unix:{socket_path}", SERVICE_MCP_ENABLED="true",
+    env = environment(workdir, SERVICE_LISTEN_ADDR=f"unix:{socket_path}", SERVICE_PPROF="true",
                       SERVICE_LISTEN_ADR=":1")
     with process([str(BIN / "gunicorn"), "-c", "gunicorn.conf.py", "wsgi:app"], env, log) as proc:
         assert b'"status":"error"' in wait_for_unix_health(proc, socket_path, log)
         stop(proc, log)
     output = log.read_text()
-    assert output.count("not implemented in this version, ignored: SERVICE_MCP_ENABLED") == 1, output
+    assert output.count("not implemented in this version, ignored: SERVICE_PPROF") == 1, output
     assert output.count("unknown configuration keys ignored: SERVICE_LISTEN_ADR") == 1, output
     assert "Traceback" not in output, output
 

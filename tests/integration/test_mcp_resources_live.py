@@ -29,7 +29,7 @@ import pytest
 from app.logs.timestamps import parse_rfc3339
 from tests.conftest import free_port, gunicorn_env, launch_gunicorn, stop_gunicorn, wait_for
 from tests.integration.engine_state import sleeper
-from tests.integration.mcp_waits import get_streams_open
+from tests.integration.mcp_waits import get_streams_open, wait_cached
 
 UPDATED = "notifications/resources/updated"
 LIST_CHANGED = "notifications/resources/list_changed"
@@ -193,6 +193,7 @@ def test_subscriptions_get_updated_list_changed_and_log_notifications(base: str,
 
     inbox = Inbox()
     uri = f"service://services/{service.id}"
+    wait_cached(base, f"/services/{service.id}")
     config_name = f"t-mcp-res-{uuid.uuid4().hex[:6]}"
     ticker_id = dclient.services.get("demo_ticker").id
     logs_uri = f"service://services/{ticker_id}/logs"
@@ -277,6 +278,7 @@ def test_a_modern_listen_stream_gets_updated_and_list_changed(base: str, service
     from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
     name_uri = f"service://services/{service.name}"
+    wait_cached(base, f"/services/{service.id}")
     config_name = f"t-mcp-res-{uuid.uuid4().hex[:6]}"
 
     async def session() -> dict[str, Any]:

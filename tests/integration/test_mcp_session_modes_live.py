@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import free_port, gunicorn_env, launch_gunicorn, stop_gunicorn, wait_for
 from tests.integration.engine_state import sleeper
-from tests.integration.mcp_waits import get_streams_open
+from tests.integration.mcp_waits import get_streams_open, wait_cached
 
 KINDS = ("services", "configs", "secrets", "networks", "volumes")
 
@@ -119,6 +119,7 @@ def test_a_modern_session_does_everything(base: str, service: Any, mode: str, en
     from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
     node_id = engine.nodes()[0]["ID"]
+    wait_cached(base, f"/services/{service.id}")
     doomed = make_config(dclient, "t-mcp-modes-doomed")
     created_name = f"t-mcp-modes-new-{uuid.uuid4().hex[:6]}"
     uri = f"service://services/{service.id}"
@@ -172,6 +173,7 @@ def test_a_legacy_session_does_everything(base: str, service: Any, engine: docke
     from mcp.shared.exceptions import MCPDeprecationWarning
 
     node_id = engine.nodes()[0]["ID"]
+    wait_cached(base, f"/services/{service.id}")
     doomed = make_config(dclient, "t-mcp-modes-doomed")
     created_name = f"t-mcp-modes-new-{uuid.uuid4().hex[:6]}"
     uri = f"service://services/{service.id}"

@@ -32,6 +32,7 @@ import requests
 from app.mcp.tool_table import TOOLS
 from tests.conftest import free_port, gunicorn_env, launch_gunicorn, stop_gunicorn, wait_for
 from tests.integration.engine_state import IMAGE, TEST_LABEL
+from tests.integration.mcp_waits import wait_cached
 
 pytestmark = pytest.mark.integration
 NAMES_BY_TIER = {tier: {t.name for t in TOOLS if t.tier <= tier} for tier in range(4)}
@@ -114,6 +115,7 @@ def _ok(result: Any) -> dict[str, Any]:
 def test_listing_and_the_level_gate(level: int, servers: Callable[[int], str], service: str,
                                     engine: docker.APIClient) -> None:
     base = servers(level)
+    wait_cached(base, f"/services/{service}")
 
     async def work(client: Any) -> set[str]:
         return {tool.name for tool in (await client.list_tools()).tools}
@@ -173,6 +175,7 @@ def test_get_logs_and_search(servers: Callable[[int], str], dclient: docker.Dock
 def test_operational_tools(servers: Callable[[int], str], service: str, engine: docker.APIClient,
                            dclient: docker.DockerClient) -> None:
     base = servers(1)
+    wait_cached(base, f"/services/{service}")
     url = f"{base}/mcp"
     scaled = _ok(_call(url, "scale_service", {"id": service, "replicas": 2}))
     spec = engine.inspect_service(service)["Spec"]
@@ -226,6 +229,7 @@ def test_operational_tools(servers: Callable[[int], str], service: str, engine: 
 # ---------------------------------------------------------------------------------------------- level 2
 def test_configuration_tools(servers: Callable[[int], str], service: str, engine: docker.APIClient) -> None:
     base = servers(2)
+    wait_cached(base, f"/services/{service}")
     url = f"{base}/mcp"
     node_id = engine.info()["Swarm"]["NodeID"]
     hostname = engine.inspect_node(node_id)["Description"]["Hostname"]
@@ -278,6 +282,7 @@ def test_configuration_tools(servers: Callable[[int], str], service: str, engine
 def test_impactful_tools_and_dry_runs(servers: Callable[[int], str], service: str, engine: docker.APIClient,
                                       dclient: docker.DockerClient) -> None:
     base = servers(3)
+    wait_cached(base, f"/services/{service}")
     url = f"{base}/mcp"
     node_id = engine.info()["Swarm"]["NodeID"]
     suffix = uuid.uuid4().hex[:6]

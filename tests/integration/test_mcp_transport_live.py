@@ -28,7 +28,7 @@ import pytest
 
 from tests.conftest import free_port, gunicorn_env, launch_gunicorn, stop_gunicorn, wait_for
 from tests.integration.engine_state import sleeper
-from tests.integration.mcp_waits import get_streams_open
+from tests.integration.mcp_waits import get_streams_open, wait_cached
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
@@ -100,6 +100,7 @@ def test_a_listen_stream_carries_the_update_of_a_real_scale(mcp_url: str, servic
 
     service_id = engine.inspect_service(service)["ID"]
     uri = f"service://services/{service_id}"
+    wait_cached(mcp_url.removesuffix("/mcp"), f"/services/{service_id}")
 
     async def session() -> list[Any]:
         async with Client(mcp_url) as client, client.listen(resource_subscriptions=[uri]) as subscription:
@@ -129,6 +130,7 @@ def test_legacy_mode_pings_lists_and_gets_a_notification_on_the_get_stream(
     from mcp.shared.exceptions import MCPDeprecationWarning
 
     service_id = engine.inspect_service(service)["ID"]
+    wait_cached(mcp_url.removesuffix("/mcp"), f"/services/{service_id}")
     uri = f"service://services/{service_id}"
     received: list[str] = []
 

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 import docker
 import pytest
 
-from tests.conftest import REPO, free_port, gunicorn_env, launch_gunicorn, stop_gunicorn, wait_for
+from tests.conftest import REPO, free_port, gunicorn_env, launch_gunicorn, stop_gunicorn
 from tests.integration.engine_state import sleeper
+from tests.integration.mcp_waits import wait_cached
 
 TOOLS = REPO / ".tools" / "mcp-ts"
 SCRIPT = REPO / "tests" / "clients" / "mcp_session.mjs"
@@ -61,7 +62,7 @@ def run_session(url: str, name: str, replicas: int) -> dict[str, object]:
 
 def test_the_typescript_sdk_runs_a_core_session(mcp_server: str, service: str, engine: docker.APIClient,
                                                  dclient: docker.DockerClient) -> None:
-    wait_for(lambda: any(s.name == service for s in dclient.services.list(filters={"name": service})), 10)
+    wait_cached(mcp_server, f"/services/{dclient.services.get(service).id}")
     summary = run_session(f"{mcp_server}/mcp", service, 2)
     assert summary["protocolVersion"] == "2025-11-25" and summary["sessionId"]
     tools = summary["tools"]
