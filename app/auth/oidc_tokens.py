@@ -39,15 +39,22 @@ def looks_like_jwt(token: str) -> bool:
     return token.count(".") == 2 and len(token) <= MAX_TOKEN_BYTES
 
 
-def _header(token: str) -> dict[str, Any]:
-    if not looks_like_jwt(token):
-        raise TokenRejected("the token is not a signed JWT")
+def unverified_header(token: str) -> dict[str, Any] | None:
+    """A JWT's header before any check (to pick the key and refuse an algorithm); None when unreadable.
+    Shared by the OIDC tokens and the agents' access tokens."""
     part = token.split(".", 1)[0]
     try:
         header = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
     except (ValueError, TypeError):
-        raise TokenRejected("the token header is not readable") from None
-    if not isinstance(header, dict):
+        return None
+    return header if isinstance(header, dict) else None
+
+
+def _header(token: str) -> dict[str, Any]:
+    if not looks_like_jwt(token):
+        raise TokenRejected("the token is not a signed JWT")
+    header = unverified_header(token)
+    if header is None:
         raise TokenRejected("the token header is not readable")
     return header
 

@@ -172,12 +172,17 @@ def _stateless(header: str | None) -> bool:
     return False
 
 
-def _get(identity: Identity) -> Response:
+def _handshake_session(identity: Identity, why_not: str) -> Session:
+    """The session a GET or DELETE names; 405 on the stateless revision (it has neither)."""
     header = _version_header()
     if _stateless(header):
-        return _error(405, RpcError(INVALID_REQUEST, "Method Not Allowed: no GET stream at this revision"),
-                      headers={"Allow": "POST"})
-    session = _session(identity, header)
+        raise _Answer(_error(405, RpcError(INVALID_REQUEST, f"Method Not Allowed: {why_not}"),
+                             headers={"Allow": "POST"}))
+    return _session(identity, header)
+
+
+def _get(identity: Identity) -> Response:
+    session = _handshake_session(identity, "no GET stream at this revision")
     if request.method == "HEAD":
         return Response(b"", mimetype=SSE, headers=STREAM_HEADERS)
     table = table_of(current_app)
@@ -205,11 +210,7 @@ def _last_event_id() -> str | None:
 
 
 def _delete(identity: Identity) -> Response:
-    header = _version_header()
-    if _stateless(header):
-        return _error(405, RpcError(INVALID_REQUEST, "Method Not Allowed: no sessions at this revision"),
-                      headers={"Allow": "POST"})
-    session = _session(identity, header)
+    session = _handshake_session(identity, "no sessions at this revision")
     table_of(current_app).end(session, "deleted")
     return Response(status=204)
 
