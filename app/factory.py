@@ -23,6 +23,7 @@ from app.blueprints.resources import resource_blueprint
 from app.blueprints.service_subresources import blp as service_subresources_blp
 from app.blueprints.swarm import blp as swarm_blp
 from app.config import Settings, load_settings
+from app.dashboard import init_dashboard
 from app.http import init_http
 from app.http.admission import init_admission
 from app.http.auth import init_auth
@@ -61,6 +62,7 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
     init_security(app, tls=settings.tls_enabled)
     init_self_metrics(app)
     init_admission(app)   # after the other hooks; its WSGI layer innermost (app.http.admission)
+    init_dashboard(app)   # text/html on every resource URL: the pages (app.dashboard)
     api = ShoalApi(app)
     app.extensions[API_KEY] = api
     for blueprint in (meta.blp, spa.blp, events.blp, *(resource_blueprint(kind) for kind in ResourceKind),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlsplit
 
-from flask import Flask, Response, g, redirect, render_template, request
+from flask import Flask, Response, g, redirect, request
 from werkzeug.exceptions import NotFound
 from werkzeug.routing import RequestRedirect
 from werkzeug.wrappers import Response as WerkzeugResponse
@@ -28,7 +28,7 @@ from app.http.feeds import feed_query
 from app.http.formats import SUFFIX_KEY, requested_format
 from app.http.links import discovery_links, link
 from app.http.mount import OUTSIDE_KEY
-from app.http.negotiation import ATOM, FEED_JSON, wants_html
+from app.http.negotiation import ATOM, FEED_JSON, html_answer, wants_html
 from app.http.paths import is_meta, is_resource
 from app.http.problems import init_problems, problem_response
 from app.http.request_id import init_request_id
@@ -84,10 +84,11 @@ def _finalize(response: Response) -> Response:
 
 
 def _not_found(error: NotFound) -> Response:
-    """Unknown paths serve the dashboard shell to browsers (client-side routes); others get a 404 problem."""
+    """Unknown paths serve browsers the dashboard's not-found page (200, as the reference says: the HTML app
+    answers unmatched paths); others get a 404 problem."""
     if request.url_rule is None and request.method in ("GET", "HEAD") and not request.environ.get(OUTSIDE_KEY) \
             and wants_html(request.accept_mimetypes, requested_format(request.environ)):
-        return Response(render_template("spa.html", feed_path=None), mimetype="text/html")
+        return html_answer(None)
     return problem_response(404, "Not Found", error.description or "Not found.")
 
 

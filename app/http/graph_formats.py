@@ -13,12 +13,12 @@ import functools
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
-from flask import Response, g, render_template, request
+from flask import g, request
 from werkzeug.datastructures import MIMEAccept
 
 from app.errors import ProblemError
 from app.http.formats import requested_format
-from app.http.negotiation import HTML, JSON, JSON_LD, JSON_V1, LATEST_VERSION, SSE, Representation
+from app.http.negotiation import HTML, JSON, JSON_LD, JSON_V1, LATEST_VERSION, SSE, Representation, html_answer
 
 JGF = "application/vnd.jgf+json"
 GRAPHML = "application/graphml+xml"
@@ -67,7 +67,7 @@ def graph_negotiated(view: Callable[P, R]) -> Callable[P, Any]:
         g.representation = Representation("json", 1, JSON_V1) if media == JSON_V1 \
             else Representation("json", LATEST_VERSION, JSON)
         if media == HTML:
-            return Response(render_template("spa.html", feed_path=None), mimetype="text/html")
+            return html_answer(view, args, kwargs)
         return view(*args, **kwargs)
 
     return wrapper

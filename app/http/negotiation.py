@@ -1,7 +1,8 @@
 """Content negotiation: path extension > Accept > default JSON, per endpoint capability.
 
-``negotiated`` wraps a GET view: it picks the representation, answers ``text/html`` with the dashboard
-shell and SSE/Atom with their handlers (registered by later layers), and lets JSON through to the view.
+``negotiated`` wraps a GET view: it picks the representation, answers ``text/html`` with the dashboard's
+page of that URL (``app.dashboard`` registers the renderer; without it, a minimal shell) and SSE/Atom with
+their handlers (registered by later layers), and lets JSON through to the view.
 A request nothing can satisfy gets a 406 problem naming what is offered.
 """
 
@@ -82,6 +83,31 @@ def negotiate(accept: MIMEAccept, extension: str | None, *, sse: bool, atom: boo
 
 
 StreamHandler = Callable[..., Any]
+HtmlRenderer = Callable[..., Response]
+
+
+def _shell(view: Callable[..., Any] | None, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+           stream: bool, feed: bool) -> Response:
+    return Response(render_template("spa.html", feed_path=request.path if feed else None), mimetype="text/html")
+
+
+_html_renderer: HtmlRenderer = _shell
+
+
+def set_html_renderer(renderer: HtmlRenderer) -> None:
+    """Install the dashboard's page renderer: ``renderer(view, args, kwargs, stream=, feed=)``."""
+    global _html_renderer
+    _html_renderer = renderer
+
+
+def html_answer(view: Callable[..., Any] | None = None, args: tuple[Any, ...] = (),
+                kwargs: dict[str, Any] | None = None, *, stream: bool = False, feed: bool = False) -> Response:
+    """The ``text/html`` answer of the current URL: ``view`` is its JSON view (None: a page of its own)."""
+    return _html_renderer(view, args, kwargs or {}, stream=stream, feed=feed)
+
+
+def json_representation() -> Representation:
+    return _BY_TYPE[JSON]
 
 
 def negotiated(*, sse: StreamHandler | None = None, atom: StreamHandler | None = None
@@ -96,8 +122,7 @@ def negotiated(*, sse: StreamHandler | None = None, atom: StreamHandler | None =
             g.representation = rep
             g.feed_capable = atom is not None
             if rep.media == "html":
-                return Response(render_template("spa.html", feed_path=request.path if atom else None),
-                                mimetype="text/html")
+                return _html_renderer(view, args, kwargs, stream=sse is not None, feed=atom is not None)
             if rep.media == "sse" and sse is not None:
                 return sse(*args, **kwargs)
             if rep.media in _FEEDS and atom is not None:

@@ -131,5 +131,7 @@ def test_before_the_first_sync_reads_are_503(unsynced: Harness, path: str) -> No
     client = unsynced.app.test_client()
     response = client.get(path)
     assert response.status_code == 503 and problem_code(response.get_json()) == "ENG001"
-    shell = client.get(path, headers={"Accept": "text/html"})   # the extension wins over Accept
-    assert shell.status_code == (503 if path.endswith((".dot", ".graphml")) else 200)
+    page = client.get(path, headers={"Accept": "text/html"})   # the extension wins over Accept
+    assert page.status_code == 503   # a page, not an empty cluster shown as current
+    if not path.endswith((".dot", ".graphml")):
+        assert page.mimetype == "text/html" and b"ENG001" in page.data and page.headers["Retry-After"] == "1"

@@ -241,10 +241,10 @@ def test_health_reports_error_and_ready_not_ready_before_the_first_sync(unsynced
     assert (ready["status"], ready["synced"]) == ("not_ready", False)
 
 
-def test_browsers_get_the_shell_before_the_first_sync(unsynced: Harness) -> None:
+def test_browsers_get_a_page_saying_so_before_the_first_sync(unsynced: Harness) -> None:
     response = unsynced.app.test_client().get("/services", headers={"Accept": BROWSER})
-    assert response.status_code == 200
-    assert response.mimetype == "text/html"
+    assert response.status_code == 503   # an empty list would be shown as the current cluster
+    assert response.mimetype == "text/html" and b"ENG001" in response.data
 
 
 def test_the_gate_opens_after_the_first_sync(unsynced: Harness) -> None:
@@ -261,8 +261,8 @@ def test_the_gate_opens_after_the_first_sync(unsynced: Harness) -> None:
 
 @pytest.mark.parametrize(("path", "accept"), [("/services.html", "application/json"),
                                               ("/services", "text/html; charset=utf-8")])
-def test_the_dashboard_shell_loads_before_the_first_sync(unsynced: Harness, path: str, accept: str) -> None:
+def test_the_dashboard_page_loads_before_the_first_sync(unsynced: Harness, path: str, accept: str) -> None:
     response = unsynced.app.test_client().get(path, headers={"Accept": accept})
-    assert response.status_code == 200
-    assert response.mimetype == "text/html"
+    assert response.status_code == 503 and response.headers["Retry-After"] == "1"
+    assert response.mimetype == "text/html" and b"first engine sync" in response.data
 
