@@ -14,6 +14,7 @@ from typing import Any
 from flask import Flask, g, request
 from markupsafe import Markup
 
+from app.dashboard.reads import rest
 from app.http.allow import write_refusal
 from app.runtime import current_runtime
 from app.writes.operations import OPERATIONS
@@ -88,7 +89,7 @@ def _pretty(value: object) -> Markup:
 def _context() -> dict[str, Any]:
     settings = current_runtime().settings
     return {"base": settings.base_path, "nav": NAV, "identity": g.get("identity"), "may": may,
-            "freshness": freshness, "operations_level": settings.operations_level}
+            "freshness": freshness, "operations_level": settings.operations_level, "rest": rest}
 
 
 def init_context(app: Flask) -> None:
