@@ -86,6 +86,18 @@ def _pretty(value: object) -> Markup:
     return escape(json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str))
 
 
+def _b64text(value: object) -> str | None:
+    """A config's base64 data as text when it is UTF-8 text (else None: show it as binary)."""
+    import base64
+    import binascii
+    if not isinstance(value, str):
+        return None
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+
+
 def _context() -> dict[str, Any]:
     settings = current_runtime().settings
     return {"base": settings.base_path, "nav": NAV, "identity": g.get("identity"), "may": may,
@@ -94,6 +106,6 @@ def _context() -> dict[str, Any]:
 
 def init_context(app: Flask) -> None:
     app.context_processor(_context)
-    app.jinja_env.filters.update(ago=_ago, bytes=_bytes, short=_short, pretty=_pretty)
+    app.jinja_env.filters.update(ago=_ago, bytes=_bytes, short=_short, pretty=_pretty, b64text=_b64text)
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True
