@@ -107,17 +107,53 @@ def config(prefix: Path, port: int, upstream: str, *, user_header: str,
         "}\n")
 
 
+def plain_config(prefix: Path, port: int, upstream: str) -> str:
+    """nginx.conf of a plain reverse proxy (no authentication): what an operator puts in front of Shoal
+    with the dashboard; a stopped upstream answers 502 as nginx does by default."""
+    temp = "".join(f"  {name}_temp_path {prefix / name};\n" for name in ("client_body", "proxy", "fastcgi",
+                                                                          "uwsgi", "scgi"))
+    return (
+        "daemon off;\nmaster_process off;\nworker_processes 1;\n"
+        f"pid {prefix / 'nginx.pid'};\nerror_log {prefix / 'error.log'} info;\n"
+        "events { worker_connections 64; }\n"
+        "http {\n"
+        f"  access_log {prefix / 'access.log'};\n{temp}"
+        "  server {\n"
+        f"    listen 127.0.0.1:{port};\n"
+        "    location / {\n"
+        f"      proxy_pass {upstream};\n"
+        "      proxy_http_version 1.1;\n"
+        "      proxy_buffering off;\n"
+        "      proxy_set_header Host $http_host;\n"
+        "      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n"
+        "    }\n"
+        "  }\n"
+        "}\n")
+
+
 def start_nginx(prefix: Path, upstream: str, users: Mapping[str, str], *, user_header: str,
                 per_user: Mapping[str, Mapping[str, str]] | None = None,
                 secret: tuple[str, str] | None = None) -> NginxProxy:
     """nginx on 127.0.0.1:<free port> in front of ``upstream`` (``http://127.0.0.1:<port>``); ``users``
     maps user names to passwords. Checked with ``nginx -t`` first, then waited for until it listens."""
-    binary = _binary()
     prefix.mkdir(parents=True, exist_ok=True)
     (prefix / "htpasswd").write_text("".join(f"{user}:{apr1(password)}\n" for user, password in users.items()))
     port = free_port()
+    return _start(prefix, port, config(prefix, port, upstream, user_header=user_header, per_user=per_user or {},
+                                       secret=secret))
+
+
+def start_plain_proxy(prefix: Path, upstream: str) -> NginxProxy:
+    """A plain nginx reverse proxy in front of ``upstream`` (no authentication)."""
+    prefix.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    return _start(prefix, port, plain_config(prefix, port, upstream))
+
+
+def _start(prefix: Path, port: int, text: str) -> NginxProxy:
+    binary = _binary()
     conf = prefix / "nginx.conf"
-    conf.write_text(config(prefix, port, upstream, user_header=user_header, per_user=per_user or {}, secret=secret))
+    conf.write_text(text)
     command = [binary, "-p", str(prefix), "-c", str(conf), "-e", str(prefix / "error.log")]
     checked = subprocess.run([*command, "-t"], capture_output=True, text=True, timeout=20)
     if checked.returncode != 0:
