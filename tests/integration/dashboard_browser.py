@@ -38,6 +38,7 @@ def browser() -> Iterator[Any]:
 class Visit:
     page: Any
     errors: list[str] = field(default_factory=list)
+    bad_responses: list[str] = field(default_factory=list)   # "<status> <url>" of every answer >= 400
 
     def assert_clean(self) -> None:
         assert not self.errors, "console errors / failed requests:\n" + "\n".join(self.errors)
@@ -55,6 +56,8 @@ def visit(browser: Any, url: str, *, wait_for: str = "main", headers: dict[str, 
     page.on("pageerror", lambda exc: seen.errors.append(f"page error: {exc}"))
     page.on("requestfailed", lambda req: seen.errors.append(f"failed: {req.url} {req.failure}")
             if "event-stream" not in (req.headers.get("accept") or "") else None)
+    page.on("response", lambda res: seen.bad_responses.append(f"{res.status} {res.url}")
+            if res.status >= 400 else None)
     page.goto(url, wait_until="load")
     page.wait_for_selector(wait_for)
     return seen
