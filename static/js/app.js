@@ -5,6 +5,7 @@ import { initTheme } from "./theme.js";
 
 initTheme();
 start();
+document.documentElement.dataset.ready = "1";   // usable: the page's own script ran (bench/bench_dashboard.py)
 
 const optional = [
   ["[data-palette], #top-search", "./palette.js"],
