@@ -23,6 +23,7 @@ from app.errors import ProblemError
 from app.http.allow import add_allow
 from app.http.conditional import apply_conditional
 from app.http.cors import init_cors
+from app.http.csrf import init_csrf
 from app.http.exact_names import init_exact_names
 from app.http.feeds import feed_query
 from app.http.formats import SUFFIX_KEY, requested_format
@@ -104,6 +105,7 @@ def init_http(app: Flask) -> None:
     app.url_map.merge_slashes = False
     init_request_id(app)
     init_cors(app)   # before authentication (init_auth): a CORS preflight carries no credentials
+    init_csrf(app)   # before authentication: a cross-site write on a cookie session is refused first
     app.before_request(_relative_redirect)
     init_problems(app)
     app.register_error_handler(NotFound, _not_found)
