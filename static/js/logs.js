@@ -88,6 +88,7 @@ function lineElement(line) {
     let task;
     if (attrs.taskId) {
       task = el("a", "task", labelOf(attrs));
+      task.title = task.textContent;
       task.href = `${document.querySelector("main").dataset.base}/tasks/${encodeURIComponent(attrs.taskId)}`;
     } else {
       task = el("span", "task", labelOf(attrs));
@@ -121,6 +122,7 @@ function toBottom() {
 function updateCount() {
   const n = list.childElementCount;
   countEl.textContent = `${n} line${n === 1 ? "" : "s"} shown`;
+  root.querySelector(".log-range")?.remove();   // the snapshot's range no longer describes the list
 }
 
 /** Drop the oldest lines beyond the bound, keeping what the operator reads in place. */
