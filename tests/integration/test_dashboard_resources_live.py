@@ -5,6 +5,8 @@ replica change made with the docker CLI shows in the open service page's task ta
 
 from __future__ import annotations
 
+import contextlib
+import subprocess
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -13,8 +15,12 @@ import pytest
 import requests
 
 from tests.conftest import docker_lines, wait_for
-from tests.integration.dashboard_browser import browser  # noqa: F401 - the fixture
-from tests.integration.dashboard_browser import assert_accessible, screenshot, visit
+from tests.integration.dashboard_browser import (
+    assert_accessible,
+    browser,  # noqa: F401 - the fixture
+    screenshot,
+    visit,
+)
 from tests.integration.engine_state import IMAGE, TEST_LABEL
 
 pytestmark = pytest.mark.integration
@@ -44,10 +50,8 @@ def service_name(docker_host: str) -> Iterator[str]:
     """A fresh name; the service of that name (if a test created it) is removed afterwards."""
     name = f"dashres-{uuid.uuid4().hex[:6]}"
     yield name
-    try:
+    with contextlib.suppress(subprocess.CalledProcessError):   # the test may not have created it
         docker_lines(docker_host, "service", "rm", name)
-    except Exception:  # noqa: BLE001 - the test may not have created it
-        pass
 
 
 def create_service(docker_host: str, name: str, replicas: int) -> str:
