@@ -78,6 +78,10 @@ def test_history_and_a_record_render_clean_and_accessible(server: str, browser: 
     assert_accessible(page)
     seen.assert_clean()
     page.context.close()
+    dark = visit(browser, f"{server}/history", wait_for=ROWS, color_scheme="dark")   # contrast of the dark theme
+    assert_accessible(dark.page)
+    dark.assert_clean()
+    dark.page.context.close()
 
     seen = visit(browser, f"{server}{update['@id']}", wait_for="table.diff")
     page = seen.page
