@@ -5,6 +5,7 @@ buffered ones), the search highlights, the stream filter hides; no console error
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import uuid
@@ -29,20 +30,22 @@ pytestmark = pytest.mark.integration
 PRINTER = "i=0; while true; do echo line $i; i=$((i+1)); sleep 0.2; done"
 HTML = {"Accept": "text/html"}
 NEW_LINES_WITHIN = 10.0     # seconds: lines are written every 0.2 s, delivered within ~1 s (docs/logs.md)
+STACK = f"dashlogs{uuid.uuid4().hex[:6]}"      # the printer is a stack's service: the stack tail test
+STACK_LABEL = "com.docker.stack.namespace"
 
 
 @pytest.fixture(scope="module")
 def printer(server: str, docker_host: str) -> Iterator[str]:
     """The printing service's id, once Shoal's cache has it and its logs answer lines."""
     client = docker.DockerClient(base_url=docker_host, version="1.41", timeout=30)
-    name = f"dashlogs-{uuid.uuid4().hex[:6]}"
-    service = client.services.create(IMAGE, ["sh", "-c", PRINTER], name=name, labels={TEST_LABEL: "1"},
+    service = client.services.create(IMAGE, ["sh", "-c", PRINTER], name=f"{STACK}_printer",
+                                     labels={TEST_LABEL: "1", STACK_LABEL: STACK},
                                      init=True, stop_grace_period=1_000_000_000,
                                      endpoint_spec=docker.types.EndpointSpec(mode="dnsrr"))  # type: ignore[no-untyped-call]
     try:
         wait_for(lambda: requests.get(f"{server}/services/{service.id}", timeout=5).status_code == 200, 30,
                  message="the service in the cache")
-        wait_for(lambda: len(log_json(server, service.id)["lines"]) >= 35, 60, interval=0.3,
+        wait_for(lambda: len(log_json(server, service.id)["lines"]) >= 35, 90, interval=0.3,
                  message="35 lines written")
         yield str(service.id)
     finally:
@@ -55,6 +58,14 @@ def log_json(server: str, service_id: str, **params: str) -> dict[str, Any]:
     answer.raise_for_status()
     body: dict[str, Any] = answer.json()
     return body
+
+
+def recorded_streams(page: Any) -> list[str]:
+    """The URLs of the event streams the page opens from now on."""
+    urls: list[str] = []
+    page.on("request", lambda req: urls.append(req.url)
+            if "event-stream" in (req.headers.get("accept") or "") else None)
+    return urls
 
 
 def numbers(texts: list[str]) -> list[int]:
@@ -90,11 +101,12 @@ def test_task_and_stack_pages(server: str, printer: str, engine: docker.APIClien
                                 if t["Status"]["State"] == "running"], 30, message="the running task")
     task = running[0]  # type: ignore[index]
     page = requests.get(f"{server}/tasks/{task['ID']}/logs.html", timeout=15)
-    assert page.status_code == 200 and re.search(r"<h1>Logs · <a [^>]*>dashlogs-\w+\.1</a>", page.text)
+    assert page.status_code == 200
+    assert f'<h1>Logs · <a href="/tasks/{task["ID"]}">{STACK}_printer.1</a></h1>' in page.text
     assert 'class="task"' not in page.text and "line " in page.text      # one task: no task column
     stack = requests.get(f"{server}/stacks/demo/logs", params={"limit": "50"}, headers=HTML, timeout=15)
     assert stack.status_code == 200
-    assert re.search(r'<a class="task" href="/tasks/\w+">demo_\w+\.\d+</a>', stack.text)
+    assert re.search(r'<a class="task" href="/tasks/\w+" title="demo_\w+\.\d+">demo_\w+\.\d+</a>', stack.text)
     # Problem pages through httpx: the OpenAPI check of `requests` (tests/conftest.py) knows problems only
     # as application/problem+json, while a browser gets the page of the problem at its status.
     bad = httpx.get(f"{server}/services/{printer}/logs", params={"since": "yesterday"}, headers=HTML, timeout=15)
@@ -106,9 +118,7 @@ def test_task_and_stack_pages(server: str, printer: str, engine: docker.APIClien
 def test_follow_pause_search_in_the_browser(server: str, printer: str, browser: Any) -> None:  # noqa: F811
     seen = visit(browser, f"{server}/services/{printer}/logs?limit=30", wait_for="ol.log-lines li")
     page = seen.page
-    streams: list[str] = []
-    page.on("request", lambda req: streams.append(req.url)
-            if "event-stream" in (req.headers.get("accept") or "") else None)
+    streams = recorded_streams(page)
     page.wait_for_selector(".log-tools:not([hidden])")
     first = numbers(shown(page))
     assert first and len(first) == 30
@@ -159,3 +169,46 @@ def test_follow_pause_search_in_the_browser(server: str, printer: str, browser: 
     assert_accessible(page)
     seen.assert_clean()
     page.context.close()
+
+
+def test_a_dropped_tail_resumes_after_its_last_line(server: str, printer: str, browser: Any,  # noqa: F811
+                                                    docker_host: str) -> None:
+    """A stack's tail ends when one of its services goes (docs/logs.md): the page reopens it with
+    ?lastEventId= and the printer's lines go on with none lost and none twice."""
+    client = docker.DockerClient(base_url=docker_host, version="1.41", timeout=30)
+    extra = client.services.create(IMAGE, ["sleep", "1000000"], name=f"{STACK}_extra", init=True,  # type: ignore[no-untyped-call]
+                                   labels={TEST_LABEL: "1", STACK_LABEL: STACK},
+                                   stop_grace_period=1_000_000_000,
+                                   endpoint_spec=docker.types.EndpointSpec(mode="dnsrr"))
+    try:
+        wait_for(lambda: len(requests.get(f"{server}/stacks/{STACK}", timeout=5).json()["stack"]["services"]) == 2,
+                 30, message="both services in the stack")
+        seen = visit(browser, f"{server}/stacks/{STACK}/logs?limit=20", wait_for="ol.log-lines li")
+        page = seen.page
+        streams = recorded_streams(page)
+        page.evaluate("""() => { window.states = [];
+            new MutationObserver(() => window.states.push(document.querySelector('.log-state').dataset.state))
+              .observe(document.querySelector('.log-state'), {attributes: true}); }""")
+        page.click("[data-log-follow]")
+        page.wait_for_function("() => document.querySelectorAll('ol.log-lines li').length >= 25",
+                               timeout=NEW_LINES_WITHIN * 1000)
+        extra.remove()
+        for _ in range(150):     # up to 30 s; Playwright's sync API reports requests only while it is called
+            if len(streams) >= 2:
+                break
+            page.wait_for_timeout(200)
+        assert len(streams) >= 2, f"the tail was not reopened: {streams}"
+        assert "lastEventId=" in streams[1] and "since=" not in streams[1], streams
+        count = len(shown(page))
+        page.wait_for_function(f"() => document.querySelectorAll('ol.log-lines li').length >= {count + 5}",
+                               timeout=NEW_LINES_WITHIN * 1000)
+        assert "reconnecting" in page.evaluate("() => window.states")
+        assert page.get_attribute(".log-state", "data-state") == "following"
+        printed = numbers(shown(page))
+        assert printed == list(range(printed[0], printed[0] + len(printed))), "no line lost or repeated"
+        seen.assert_clean()
+        page.context.close()
+    finally:
+        with contextlib.suppress(docker.errors.NotFound):
+            extra.remove()
+        client.close()
