@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask
+from flask import Flask, current_app
 from gevent.event import AsyncResult
 from markupsafe import Markup
 
@@ -50,13 +50,16 @@ class Drawing:
 class SvgCache:
     """Bounded LRU of drawings by DOT hash; one run per key at a time."""
 
-    def __init__(self, size: int = CACHE_SIZE) -> None:
+    def __init__(self, size: int = CACHE_SIZE, *, command: Sequence[str] = COMMAND,
+                 timeout: float = TIMEOUT) -> None:
         self.size = size
+        self.command = tuple(command)
+        self.timeout = timeout
         self.entries: OrderedDict[str, Drawing] = OrderedDict()
         self.running: dict[str, AsyncResult] = {}
         self.runs = 0      # layouts started (tests: a cache hit starts none)
 
-    def get(self, dot_text: bytes, *, command: Sequence[str] = COMMAND, timeout: float = TIMEOUT) -> Drawing:
+    def get(self, dot_text: bytes) -> Drawing:
         key = hashlib.sha256(dot_text).hexdigest()
         if key in self.entries:
             self.entries.move_to_end(key)
@@ -68,7 +71,7 @@ class SvgCache:
         pending = self.running[key] = AsyncResult()
         try:
             self.runs += 1
-            drawing = layout(dot_text, command=command, timeout=timeout)
+            drawing = layout(dot_text, command=self.command, timeout=self.timeout)
         finally:
             del self.running[key]
         if drawing.error != "missing":       # dot may be installed later: do not remember its absence
@@ -189,15 +192,19 @@ def draw(body: dict[str, Any] | None, base: str, cache: SvgCache) -> Drawing:
     return cache.get(text)
 
 
+EXTENSION_KEY = "topology_svg"
+
+
 def init_topology_svg(app: Flask) -> None:
-    """Give templates ``topology_svg(graph_json)`` → Drawing, with one cache per app."""
+    """Give templates ``topology_svg(graph_json)`` → Drawing, with one cache per app
+    (``app.extensions[EXTENSION_KEY]``)."""
+    app.extensions[EXTENSION_KEY] = SvgCache()
+    app.jinja_env.globals["topology_svg"] = _topology_svg
+
+
+def _topology_svg(body: dict[str, Any] | None) -> Drawing:
     from app.runtime import current_runtime
 
-    cache = SvgCache()
-    app.extensions["topology_svg"] = cache
-
-    def topology_svg(body: dict[str, Any] | None) -> Drawing:
-        return draw(body, current_runtime().settings.base_path, cache)
-
-    app.jinja_env.globals["topology_svg"] = topology_svg
+    cache: SvgCache = current_app.extensions[EXTENSION_KEY]
+    return draw(body, current_runtime().settings.base_path, cache)
 
