@@ -199,7 +199,8 @@ async function preview(form) {
 
 /** A PATCH goes out only with a Content-Type the URL lists in Accept-Patch. */
 async function patchAccepted(form, request) {
-  const res = await fetch(request.url, { method: "HEAD", headers: { Accept: "application/json" }, credentials: "same-origin" });
+  const res = await fetch(request.url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
+  await res.text();   // read to the end: only the header counts, but a dropped body logs as aborted
   const types = (res.headers.get("Accept-Patch") || "").split(",").map((t) => t.trim()).filter(Boolean);
   if (types.includes(request.headers["Content-Type"])) return true;
   say(form, `This URL does not accept ${request.headers["Content-Type"]} now (Accept-Patch: ${types.join(", ") || "none"}).`, "bad");
