@@ -70,7 +70,8 @@ def test_history_page_lists_the_records_of_the_json_answer(client: FlaskClient) 
     assert f'<a href="{service["resource"]}">{service["name"]}</a>' in body
     assert service["summary"] in body
     # live: the table is a block, the page follows the global stream
-    assert '<div data-block="changes">' in body and 'data-stream="/events"' in body
+    assert '<div data-block="changes" data-history>' in body and 'data-stream="/events"' in body
+    assert '<p class="visually-hidden" role="status" data-history-status></p>' in body   # history.js says "N new"
     assert "outside Shoal" in body   # first-sync records have no audit
 
 
@@ -223,7 +224,7 @@ def test_object_history_shows_the_answer_problem(app: Any) -> None:
 
 def test_events_page_is_a_live_log_of_the_latest_records(client: FlaskClient) -> None:
     _, body = html(client, "/events")
-    assert "API002" not in body and 'data-block="log"' in body and 'data-stream="/events"' in body
+    assert "API002" not in body and '<div data-block="log" data-history>' in body and 'data-stream="/events"' in body
     items = history_json(client)["items"]
     logged = re.findall(r'<li data-seq="(\d+)">', body)
     assert [int(seq) for seq in logged] == [item["id"] for item in items]
