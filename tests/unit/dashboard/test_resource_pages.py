@@ -205,3 +205,25 @@ def test_a_restricted_caller_sees_only_what_the_api_shows_them(acl_client: Flask
     assert "ACL001" in text and "shop_web_api" not in text
     text = main(page(acl_client, f"/services/{o.SVC_MONITOR}", headers=bob))
     assert "monitor" in text and "shop" not in text.split('<div data-block="history">')[0]
+
+
+def test_every_link_carries_the_base_path() -> None:
+    """Under server.base_path every href the pages build (stack, service, node, network, logs, feeds) is
+    prefixed; only the sort links are relative to the page itself."""
+    built = build_harness(FakeEngine(cluster()), base_path="/shoal")
+    built.start()
+    try:
+        client = built.app.test_client()
+        for url, built_link in (("/shoal/services", "/shoal/stacks/shop"),
+                                ("/shoal/tasks", f"/shoal/nodes/{o.NODE_MANAGER}"),
+                                ("/shoal/nodes", f"/shoal/nodes/{o.NODE_MANAGER}"),
+                                (f"/shoal/services/{o.SVC_WEB}", f"/shoal/networks/{o.NET_SHOP}"),
+                                (f"/shoal/nodes/{o.NODE_MANAGER}", f"/shoal/services/{o.SVC_WEB}"),
+                                (f"/shoal/tasks/{o.TASK_WEB_1}", f"/shoal/tasks/{o.TASK_WEB_1}/logs"),
+                                (f"/shoal/services/{o.SVC_WEB}/tasks", f"/shoal/nodes/{o.NODE_WORKER}")):
+            text = main(page(client, url))
+            hrefs = re.findall(r'href="([^"]*)"', text)
+            assert built_link in hrefs, (url, built_link)
+            assert [h for h in hrefs if not h.startswith(("/shoal/", "?"))] == [], url
+    finally:
+        built.stop()
