@@ -150,3 +150,15 @@ def test_a_replica_change_shows_in_the_open_service_page(server: str, browser: A
     assert not_reloaded(page)
     seen.assert_clean()
     page.context.close()
+
+
+def test_dark_theme_is_accessible_too(server: str, browser: Any) -> None:  # noqa: F811
+    """Contrast differs per theme: the badges, meters and muted text checked in the dark one as well."""
+    service = first(server, "/services", filter='name.startsWith("demo")')
+    for path, ready in (("/tasks", "tbody[data-block=rows] tr[data-id]"),
+                        (f"/services/{service['ID']}", "[data-block=tasks] tbody tr[data-id]")):
+        seen = visit(browser, f"{server}{path}", wait_for=ready, color_scheme="dark")
+        assert seen.page.evaluate("getComputedStyle(document.body).backgroundColor") != "rgb(255, 255, 255)"
+        assert_accessible(seen.page)
+        seen.assert_clean()
+        seen.page.context.close()
