@@ -105,12 +105,19 @@ def test_a_cli_change_appears_in_the_open_history_page(server: str, browser: Any
     page = seen.page
     page.wait_for_function("document.getElementById('freshness').dataset.state === 'live'", timeout=10_000)
     page.evaluate("window.__shoalMarker = 'kept'")
+    # history.js (loaded by app.js for [data-history]; init is idempotent, so importing it here is harmless)
+    page.evaluate("import('/static/js/history.js').then((m) => m.init())")
+    before = page.locator(ROWS).first.get_attribute("data-seq")
     key = f"shoal.dash.{uuid.uuid4().hex[:6]}"
     docker_lines(docker_host, "service", "update", "--detach", "--label-add", f"{key}=1", name)
     page.wait_for_selector(f"{ROWS}:has-text('label {key}')", timeout=APPEARS_WITHIN_MS)
     row = page.locator(ROWS).first
     assert key in row.inner_text() and name in row.inner_text() and "outside Shoal" in row.inner_text()
     assert not_reloaded(page)
+    # the new record flashes and is announced; the ones shown before do not flash
+    assert "changed" in (row.get_attribute("class") or "")
+    assert "changed" not in (page.locator(f"{ROWS}[data-seq='{before}']").get_attribute("class") or "")
+    assert re.fullmatch(r"\d+ new changes?", (page.locator("[data-history-status]").text_content() or "").strip())
     seen.assert_clean()
     page.context.close()
 
