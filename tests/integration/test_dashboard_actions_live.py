@@ -17,7 +17,7 @@ import docker
 import pytest
 import requests
 
-from tests.conftest import OPENAPI, REPO, free_port, gunicorn_env, stop_gunicorn, wait_for
+from tests.conftest import OPENAPI, REPO, docker_lines, free_port, gunicorn_env, stop_gunicorn, wait_for
 from tests.integration.dashboard_browser import (
     assert_accessible,
     browser,  # noqa: F401 - the fixture
@@ -82,6 +82,16 @@ def spec(engine: docker.APIClient, service_id: str) -> dict[str, Any]:
     return found
 
 
+def until(page: Any, expression: str, timeout_ms: int = PAGE_MS) -> None:
+    """Poll ``expression`` in the page until it is truthy (page.evaluate goes through the debugger protocol;
+    wait_for_function's polling compiles its predicate in the page, which the CSP refuses: no unsafe-eval)."""
+    for _ in range(max(1, timeout_ms // 200)):
+        if page.evaluate(expression):
+            return
+        page.wait_for_timeout(200)
+    raise AssertionError(f"not true within {timeout_ms} ms: {expression}")
+
+
 def open_dialog(page: Any, control: str) -> Any:
     page.click(f"button[data-open='{control}']")
     dialog = page.locator(f"dialog#{control}")
@@ -113,8 +123,7 @@ def test_scale_previews_the_dry_run_then_changes_the_engine_and_the_open_page(
     dialog.locator(".act-ok", has_text="Done (200)").wait_for(timeout=ROLLOUT_MS)
     assert "rollout converged, settled" in dialog.locator(".act-preview").inner_text()
     assert spec(engine, service.id)["Mode"]["Replicated"]["Replicas"] == 2
-    page.wait_for_function("document.querySelector('[data-block=summary] strong.count')?.textContent.trim()"
-                           " === '2/2'", timeout=PAGE_MS)
+    until(page, "document.querySelector('[data-block=summary] strong.count')?.textContent.trim() === '2/2'")
     assert page.evaluate("window.__shoalMarker") == "kept"                   # no reload
     dialog.get_by_role("button", name="Close").click()
     seen.assert_clean()
@@ -129,7 +138,7 @@ def test_the_env_editor_sends_a_merge_patch(browser: Any, writer: str, service: 
 
     def edit(text: str) -> Any:
         dialog = open_dialog(page, control)
-        page.wait_for_function(f"document.querySelector('#{control} form')._original !== undefined")
+        until(page, f"document.querySelector('#{control} form')._original !== undefined")
         dialog.locator("textarea[data-kv]").fill(text)
         dialog.get_by_role("button", name="Preview").click()
         dialog.locator("table.act-diff").wait_for()
@@ -201,3 +210,29 @@ def test_a_config_is_created_from_the_list_page(browser: Any, writer: str,  # no
         for config in dclient.configs.list(filters={"name": name}):
             config.remove()
         page.context.close()
+
+
+def test_a_write_from_a_stale_page_shows_what_changed(browser: Any, writer: str, service: Any,  # noqa: F811
+                                                      docker_host: str, engine: docker.APIClient) -> None:
+    seen = visit(browser, f"{writer}/services/{service.id}", wait_for="[data-actions]:not([hidden])")
+    page = seen.page
+    old = page.evaluate("document.querySelector('main').dataset.etag")
+    assert old
+    docker_lines(docker_host, "service", "update", "--detach", "--label-add", "dash.changed=yes", service.id)
+    until(page, f"document.querySelector('main').dataset.etag !== {old!r}")
+    page.evaluate(f"document.querySelector('main').dataset.etag = {old!r}")   # a page whose refresh lagged
+    dialog = open_dialog(page, f"act-svc-{service.id[:12]}-scale")
+    dialog.locator("input[name=replicas]").fill("2")
+    dialog.get_by_role("button", name="Preview").click()
+    dialog.locator(".act-bad", has_text="changed since this page was read (412)").wait_for()
+    dialog.locator("details summary", has_text="The object now").click()
+    assert "dash.changed" in dialog.locator("details pre").inner_text()      # the object as it is now
+    assert dialog.locator("[data-apply]").is_disabled()
+    assert spec(engine, service.id)["Mode"]["Replicated"]["Replicas"] == 1
+    assert page.evaluate("document.querySelector('main').dataset.etag") != old   # the new state's tag
+    dialog.get_by_role("button", name="Preview").click()                         # so a new preview works
+    dialog.locator("table.act-diff").wait_for()
+    assert dialog.locator("[data-apply]").is_enabled()
+    unexpected = [error for error in seen.errors if "412" not in error]   # the browser logs the refused tag
+    assert not unexpected, unexpected
+    page.context.close()
