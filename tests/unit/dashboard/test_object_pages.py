@@ -204,7 +204,7 @@ def test_stack_summary_page_follows_the_member_events(client: FlaskClient) -> No
 
 
 # ------------------------------------------------------------------------------- other clusters, settings
-def _harness(objects: dict[ResourceKind, list[o.Raw]], **settings: str) -> Iterator[Harness]:
+def _harness(objects: dict[ResourceKind, list[o.Raw]], **settings: object) -> Iterator[Harness]:
     built = build_harness(FakeEngine(objects), **settings)
     built.start()
     try:
@@ -290,3 +290,24 @@ def test_a_50_row_list_reads_once_and_stays_in_budget(big: Harness, monkeypatch:
     assert ">2 services<" in row_of(body, o.engine_id("cfg00many"))    # services 0 and 50
     assert calls == ["/services"]
     assert _best_cpu(client, "/configs?limit=50&sort=name", "text/html") < 0.05
+
+
+@pytest.fixture
+def writable() -> Iterator[Harness]:
+    yield from _harness(o.cluster(), operations_level=3)
+
+
+@pytest.mark.parametrize(("path", "control"), [
+    ("/configs", "act-create-config"), ("/secrets", "act-create-secret"), ("/networks", "act-create-network"),
+    ("/volumes", "act-create-volume"), ("/stacks/shop", "act-stack-"), (f"/configs/{o.CFG_SHOP}", "act-"),
+    (f"/secrets/{o.SEC_SHOP}", "act-"), (f"/networks/{o.NET_SHOP}", "act-"), (f"/volumes/{o.VOL_SHOP}", "act-"),
+])
+def test_write_controls_show_when_the_level_permits(writable: Harness, path: str, control: str) -> None:
+    body = page(writable.app.test_client(), path)
+    head = body.split('<div class="page-actions">', 1)[1].split("</main>", 1)[0]
+    assert 'class="act-bar"' in head and f'id="{control}' in head, path
+
+
+def test_no_write_controls_at_the_default_level(client: FlaskClient) -> None:
+    for path in ("/configs", f"/configs/{o.CFG_SHOP}", "/stacks/shop"):
+        assert 'class="act-bar"' not in page(client, path), path
