@@ -31,8 +31,8 @@ HTML = {"Accept": "text/html"}
 SMALL = b'graph "g" { node [shape=box]; "a" [label="alpha"]; "b" [label="beta"]; "a" -- "b"; }\n'
 
 
-def page(client: FlaskClient, url: str, status: int = 200, **headers: str) -> str:
-    response = client.get(url, headers={**HTML, **headers})
+def page(client: FlaskClient, url: str, status: int = 200, headers: dict[str, str] | None = None) -> str:
+    response = client.get(url, headers={**HTML, **(headers or {})})
     assert response.status_code == status, response.get_data(as_text=True)[:2000]
     return response.get_data(as_text=True)
 
@@ -146,7 +146,7 @@ def test_drawings_are_cached_across_page_views(client: FlaskClient, drawn: Flask
 
 
 def test_graph_fragment_carries_the_svg(client: FlaskClient, drawn: Flask) -> None:
-    text = page(client, "/topology", **{"Shoal-Fragment": "graph"})
+    text = page(client, "/topology", headers={"Shoal-Fragment": "graph"})
     assert text.startswith('<template data-block="graph">') and "<svg" in text and "<html" not in text
 
 
