@@ -186,8 +186,8 @@ function open() {
     if (line && typeof line === "object") receive(line);
   };
   source.onerror = () => {
-    // A drop, the end of a stack's tail (a service removed), or a refusal (429 at the cap): reopen
-    // after a growing pause from the last line seen, whatever the browser would have done.
+    // A drop (network, proxy), the tail's end at a worker restart (":shutdown"), or a refusal (429 at
+    // the cap): reopen after a growing pause from the last line seen, whatever the browser would do.
     source?.close();
     source = null;
     if (!following) return;
