@@ -99,7 +99,8 @@ def test_cluster_metrics_page_draws_node_charts_from_one_stream(metrics_server: 
 
 
 def test_a_query_of_the_operator_charts_live(metrics_server: str, browser: Any) -> None:  # noqa: F811
-    seen = visit(browser, f"{metrics_server}/metrics?query=up&step=5", wait_for='[data-chart="query"]')
+    seen = visit(browser, f"{metrics_server}/metrics?query=up&step=5", wait_for='[data-chart="query"]',
+                 color_scheme="dark")   # axe checks the dark theme's contrast here
     page = seen.page
     rows = page.locator("table.list tbody tr")
     assert rows.count() >= 3     # up{job=prometheus}, the engine, the node exporter
@@ -167,7 +168,7 @@ def test_topology_page_inlines_the_graph_with_the_lab_services(server: str, brow
 
 def test_topology_placement_tab_draws_the_nodes(server: str, browser: Any) -> None:  # noqa: F811
     nodes = requests.get(f"{server}/nodes", timeout=15).json()["items"]
-    seen = visit(browser, f"{server}/topology?view=placement", wait_for=".topology-svg svg")
+    seen = visit(browser, f"{server}/topology?view=placement", wait_for=".topology-svg svg", color_scheme="dark")
     page = seen.page
     text = page.inner_text(".topology-svg")
     for node in nodes:
