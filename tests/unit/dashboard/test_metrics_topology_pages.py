@@ -56,6 +56,14 @@ def test_dot_draws_an_inline_safe_svg() -> None:
     assert 'role="group"' in svg.split(">", 1)[0]
 
 
+def test_names_are_escaped_in_the_svg() -> None:
+    """Labels come from object names: Graphviz escapes them, so the inlined SVG carries no markup of theirs."""
+    body = {"id": "network", "nodes": {"urn:service:service:x": {"label": '<script>alert("x")</script>&'}}}
+    drawing = draw(body, "", SvgCache())
+    svg = str(drawing.svg)
+    assert "<script" not in svg and "&lt;script&gt;" in svg
+
+
 def test_inline_svg_removes_styles_prolog_and_urn_titles() -> None:
     raw = ('<?xml version="1.0"?>\n<!DOCTYPE svg>\n<!-- made by dot -->\n<svg width="1pt"><style>g{}</style>'
            '<g class="node" style="fill:red"><title>urn:service:service:x</title><text style=\'a\'>x</text></g></svg>')
