@@ -11,6 +11,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -167,6 +168,11 @@ def test_follow_pause_search_in_the_browser(server: str, printer: str, browser: 
     assert shown(page) == []
     page.select_option("#log-stream", "")
     assert len(shown(page)) > 0
+    with page.expect_download(timeout=15_000) as download:      # the API's text form, fetched by the script
+        page.click("[data-log-text]")
+    assert download.value.suggested_filename == f"service-{printer}.log"
+    text = Path(download.value.path()).read_text().splitlines()
+    assert len(text) == 30 and all(re.fullmatch(rf"\S+Z {STACK}_printer\.1 stdout line \d+", row) for row in text)
     screenshot(page, "logs")
     assert_accessible(page)
     seen.assert_clean()
