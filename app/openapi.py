@@ -26,7 +26,9 @@ _DEFAULT_PROBLEM = {
     "description": "Any other error, as an RFC 9457 problem (codes at /api/errors).",
     "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/ProblemV1"}}},
 }
-_HTML = {"text/html": {"schema": {"type": "string", "description": "the dashboard shell"}}}
+_HTML = {"text/html": {"schema": {"type": "string", "description": "the dashboard's page of this URL"}}}
+_HTML_PROBLEM = {"text/html": {"schema": {"type": "string",
+                                          "description": "the dashboard's page of this URL, showing the problem"}}}
 # Every authenticated operation (all but app.http.auth.BYPASS_PREFIXES) may answer 401 AUT001 when auth.mode is on.
 _UNAUTHENTICATED = {
     "description": "AUT001: no valid credentials (auth.mode other than none).",
@@ -92,6 +94,9 @@ def _complete(document: dict[str, Any], base_path: str) -> dict[str, Any]:
                                                               "description": "items <first>-<last>/<total>"}},
                                 "content": copy.deepcopy(content)}
         content.update(copy.deepcopy(_HTML))
+        for status, response in responses.items():   # a browser gets the page of a problem at its status
+            if status[0] in "45" and "application/problem+json" in response.get("content", {}):
+                response["content"].update(copy.deepcopy(_HTML_PROBLEM))
     document_feeds(document)
     document_streams(document, base_path)
     document_login_redirects(document)

@@ -303,7 +303,7 @@ def launch_gunicorn(env: dict[str, str], log_path: Path, base: str) -> subproces
         proc = subprocess.Popen([str(REPO / ".venv" / "bin" / "gunicorn"), "-c", "gunicorn.conf.py", "wsgi:app"],
                                 cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        wait_for(lambda: requests.get(f"{base}/-/ready", timeout=2).status_code == 200, 60,
+        wait_for(lambda: requests.get(f"{base}/-/ready", timeout=2).status_code == 200, 120,
                  interval=0.2, message="gunicorn readiness")
     except AssertionError:
         proc.kill()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from flask import Flask
 
 from app.dashboard.context import init_context
+from app.dashboard.topology_svg import init_topology_svg
 from app.http import negotiation
 
 
@@ -18,4 +19,5 @@ def init_dashboard(app: Flask) -> None:
     from app.dashboard.render import page  # imports the blueprints' helpers lazily (no cycle at import)
 
     init_context(app)
+    init_topology_svg(app)
     negotiation.set_html_renderer(page)

@@ -8,6 +8,7 @@ control exactly when the API would accept its request; nothing here guesses from
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,7 +25,7 @@ NAV: tuple[tuple[str, str], ...] = (
     ("Overview", "/"), ("Nodes", "/nodes"), ("Services", "/services"), ("Tasks", "/tasks"),
     ("Stacks", "/stacks"), ("Configs", "/configs"), ("Secrets", "/secrets"), ("Networks", "/networks"),
     ("Volumes", "/volumes"), ("Topology", "/topology"), ("History", "/history"),
-    ("Recommendations", "/recommendations"), ("Metrics", "/metrics"), ("Swarm", "/swarm"),
+    ("Recommendations", "/recommendations"), ("Metrics", "/cluster/metrics"), ("Swarm", "/swarm"),
     ("Plugins", "/plugins"), ("API", "/api"),
 )
 
@@ -46,12 +47,15 @@ def freshness() -> dict[str, Any]:
     return {"state": state, "lastContact": contact, "seq": fresh.seq}
 
 
+_FRACTION = re.compile(r"\.\d+")   # the engine's nanoseconds: Python 3.11 parses at most microseconds
+
+
 def _ago(value: object) -> str:
     """'3 min ago' for an engine or ISO timestamp (the exact time goes in a title or <time> attribute)."""
     if not isinstance(value, str) or not value:
         return ""
     try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00")[:32])
+        when = datetime.fromisoformat(_FRACTION.sub(lambda m: m.group(0)[:7], value.replace("Z", "+00:00")))
     except ValueError:
         return value
     if when.tzinfo is None:
@@ -106,6 +110,11 @@ def _context() -> dict[str, Any]:
 
 def init_context(app: Flask) -> None:
     app.context_processor(_context)
+    # Also globals: a macro file imported without context (``{% import "macros/actions.html" as act %}``)
+    # sees only the environment's globals, and its controls must still ask ``may``.
+    with app.app_context():
+        base = current_runtime().settings.base_path
+    app.jinja_env.globals.update(may=may, rest=rest, freshness=freshness, base=base)
     app.jinja_env.filters.update(ago=_ago, bytes=_bytes, short=_short, pretty=_pretty, b64text=_b64text)
     app.jinja_env.trim_blocks = True
     app.jinja_env.lstrip_blocks = True

@@ -14,7 +14,10 @@ from urllib.parse import urlencode
 
 from flask import Response, current_app
 
+from app.errors import ProblemError
+from app.http.paths import is_resource
 from app.http.problems import PROBLEM_TYPE
+from app.runtime import current_runtime
 
 
 def rest(path: str, **query: object) -> dict[str, Any]:
@@ -24,6 +27,8 @@ def rest(path: str, **query: object) -> dict[str, Any]:
     url = path + ("?" + urlencode(args) if args else "")
     with app.test_request_context(url, headers={"Accept": "application/json"}):
         try:
+            if is_resource(path) and not current_runtime().cache.freshness.synced:   # the API client's gate
+                raise ProblemError("ENG001", detail="The first engine sync has not completed yet.")
             response: Response = app.make_response(app.dispatch_request())
         except Exception as error:   # a view's problem or HTTP error becomes the panel's
             response = app.make_response(app.handle_user_exception(error))

@@ -26,6 +26,7 @@ from app.errors import ProblemError
 from app.http.conditional import compute_etag
 from app.http.issued_tags import record_issued
 from app.http.negotiation import JSON, json_representation
+from app.http.paths import is_resource
 from app.http.respond import CONTACT_HEADER, FRESHNESS_HEADER, SEQUENCE_HEADER
 from app.runtime import current_runtime
 
@@ -97,7 +98,7 @@ def render_page(template_names: list[str | Template], context: dict[str, Any], *
         current_app.update_template_context(context)
         body = template.render(context)
     response = Response(body, status=status, mimetype="text/html")
-    response.headers["Cache-Control"] = "no-store" if blocks is not None else "no-cache"
+    response.headers["Cache-Control"] = "no-store" if blocks is not None or context.get("no_store") else "no-cache"
     response.vary.add(HEADER)
     if context.get("etag"):
         response.headers[TAG_HEADER] = context["etag"]   # the script's If-Match after a fragment refresh
@@ -117,12 +118,17 @@ def page(view: Callable[..., Any] | None, args: tuple[Any, ...], kwargs: dict[st
     context: dict[str, Any] = {"doc": None, "problem": None, "status": 200, "etag": None, "links": {},
                                "args": request.args, "path": request.path}
     if view is not None:
-        if not current_runtime().cache.freshness.synced:   # an empty cache is not an empty cluster
+        if is_resource(request.path) and not current_runtime().cache.freshness.synced:   # an empty cache is
+            #                                                  not an empty cluster (/api does not need it)
             answer = json_answer(_not_synced, (), {})
             answer.headers["Retry-After"] = "1"
         else:
             answer = json_answer(view, args, kwargs)
         context = page_context(answer)
+        if answer.headers.get("Cache-Control", "").startswith("no-store"):
+            context["no_store"] = True   # a profile, an unlock key: not in the browser's disk cache either
+        if stream and (context["problem"] or {}).get("code") == "API002":
+            context.update(problem=None, status=200)   # /events only streams: its page is the live log
     context.update(stream_url=request.path if stream else None, feed_path=request.path if feed else None,
                    endpoint=request.endpoint, view_args=request.view_args or {})
     headers = {"Retry-After": "1"} if context["status"] == 503 else {}

@@ -14,6 +14,7 @@ const optional = [
   ["[data-chart]", "./charts.js"],
   ["[data-topology]", "./topology.js"],
   ["[data-api-ref]", "./apiref.js"],
+  ["[data-history]", "./history.js"],
 ];
 for (const [selector, module] of optional) {
   if (document.querySelector(selector)) {
