@@ -99,8 +99,7 @@ REGISTRY: dict[str, ErrorDef] = _defs(
     ("AUT004", 500, "Login failed",
      "The login could not be completed because of an internal failure.",
      "Retry the login; report it with the Request-Id if it persists."),
-    # CSR: cross-site request forgery
-    ("CSR001", 403, "Cross-site write refused",
+    ("AUT005", 403, "Cross-site write refused",
      "A POST, PUT, PATCH or DELETE carrying a browser's session cookie came without an Origin of this service "
      "(or of server.cors.origins), nor Sec-Fetch-Site: same-origin; nothing was read or written.",
      "Send writes from this service's pages, or authenticate API clients with a token instead of a cookie."),

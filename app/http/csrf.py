@@ -11,7 +11,7 @@ The rule (docs/dashboard-actions.md): an unsafe request (POST, PUT, PATCH, DELET
 session and no ``Authorization`` header (with one, the header authenticates and the cookie is ignored) passes
 only when its ``Origin`` is this service's own (the request's ``Host``, or the origin of
 ``auth.oidc.redirect_url``: the public address behind a proxy) or a ``server.cors.origins`` entry, or when it
-has no ``Origin`` but ``Sec-Fetch-Site: same-origin``; else 403 ``CSR001``, before authentication and before
+has no ``Origin`` but ``Sec-Fetch-Site: same-origin``; else 403 ``AUT005``, before authentication and before
 anything is read or written. A cookie session is the OIDC session cookie in auth mode ``oidc``, and any
 cookie in mode ``headers`` (the front proxy's session is invisible to Shoal by name). Requests without
 cookies (API clients with bearer tokens, client certificates, proxy headers) are not affected.
@@ -86,7 +86,7 @@ def _check() -> None:
                       public_origin(settings.oidc_redirect_url), CorsPolicy.from_settings(settings)):
         return
     shown = "no Origin" if origin is None else f"Origin {origin[:200]}"
-    raise ProblemError("CSR001", detail=f"A {request.method} with a session cookie and {shown} is refused: "
+    raise ProblemError("AUT005", detail=f"A {request.method} with a session cookie and {shown} is refused: "
                                         "writes with a browser session must come from this service's pages.")
 
 

@@ -1,6 +1,6 @@
 """CSRF (app/http/csrf.py, docs/dashboard-actions.md): an unsafe request riding on a browser's cookie session
 must come from this service's origin (or a listed CORS origin, or say Sec-Fetch-Site: same-origin), else 403
-CSR001 before anything runs; requests without cookies, with Authorization, or safe methods are unaffected."""
+AUT005 before anything runs; requests without cookies, with Authorization, or safe methods are unaffected."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_a_cross_origin_write_with_the_session_cookie_is_refused(oidc: tuple[Fla
         for method in ("delete", "post", "put", "patch"):
             response = getattr(client, method)(WRITE, json=SCALE, headers={"Accept": "application/json", **headers})
             assert response.status_code == 403, (method, headers, response.get_data(as_text=True))
-            assert _code(response) == "CSR001"
+            assert _code(response) == "AUT005"
             assert response.mimetype == "application/problem+json"
 
 
@@ -97,7 +97,7 @@ def test_a_listed_cors_origin_may_write_but_a_wildcard_names_none() -> None:
         listed = client.put(WRITE, json=SCALE, headers={"Accept": "application/json", "Origin": "https://ops.example"})
         assert listed.status_code == 200, listed.get_data(as_text=True)
         other = client.put(WRITE, json=SCALE, headers={"Accept": "application/json", "Origin": "https://other.example"})
-        assert _code(other) == "CSR001"
+        assert _code(other) == "AUT005"
     finally:
         harness.stop()
     assert not origin_allowed("https://any.example", None, "localhost", None, CorsPolicy(("*",), True))
@@ -113,7 +113,7 @@ def test_headers_mode_treats_any_cookie_as_the_proxys_session() -> None:
         client.set_cookie("shoal_oauth_csrf", "n" * 40)                          # the consent nonce is no session
         assert client.put(WRITE, json=SCALE, headers=evil).status_code == 200
         client.set_cookie("_oauth2_proxy", "opaque")                            # the proxy's session cookie
-        assert _code(client.put(WRITE, json=SCALE, headers=evil)) == "CSR001"
+        assert _code(client.put(WRITE, json=SCALE, headers=evil)) == "AUT005"
         same = client.put(WRITE, json=SCALE, headers={**evil, "Origin": "http://localhost"})
         assert same.status_code == 200, same.get_data(as_text=True)
     finally:
@@ -141,5 +141,5 @@ def test_the_session_cookie_is_samesite_lax_and_the_code_is_registered(oidc: tup
     provider.cookies.set(response, SESSION, session, 60)
     header = response.headers["Set-Cookie"]
     assert "SameSite=Lax" in header and "HttpOnly" in header
-    assert REGISTRY["CSR001"].status == 403
+    assert REGISTRY["AUT005"].status == 403
     assert public_origin(f"{PUBLIC}/auth/callback") == PUBLIC and public_origin(None) is None
