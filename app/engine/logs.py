@@ -40,6 +40,11 @@ MAX_FRAME = 16 * 1024 * 1024          # the engine splits lines at 16 KiB; anyth
 CONNECT_TIMEOUT = 10.0
 ONE_SHOT_IDLE = 2.0                    # a one-shot read is cut this long after the last frame
 _STREAM_NAMES = {1: STDOUT, 2: STDERR, 0: STDOUT}   # 0 (stdin) never carries logs; tolerated as stdout
+# Stream 3 is the engine's own message inside the stream ("systemerr"): for a service or task it says which
+# logs it could not retrieve ("task ... has not been scheduled" for a pending task, a node that is down). The
+# lines it did retrieve are valid, so the message is logged and skipped, not a failed read: a pending task
+# has no lines, which is an empty answer, not an error.
+_SYSTEM = 3
 
 
 class FrameError(ValueError):
@@ -61,10 +66,11 @@ class LogTargetGone(LookupError):
 class FrameDecoder:
     """Incremental demultiplexer: feed any slices of the stream, get whole ``(stream, payload)`` frames."""
 
-    __slots__ = ("_buffer",)
+    __slots__ = ("_buffer", "engine_messages")
 
     def __init__(self) -> None:
         self._buffer = bytearray()
+        self.engine_messages = 0
 
     def feed(self, data: bytes) -> list[tuple[str, bytes]]:
         buffer = self._buffer
@@ -73,7 +79,7 @@ class FrameDecoder:
         position = 0
         while len(buffer) - position >= HEADER:
             kind = buffer[position]
-            if kind not in _STREAM_NAMES or buffer[position + 1:position + 4] != b"\0\0\0":
+            if (kind not in _STREAM_NAMES and kind != _SYSTEM) or buffer[position + 1:position + 4] != b"\0\0\0":
                 raise FrameError(f"bad frame header {bytes(buffer[position:position + HEADER])!r}")
             size = int.from_bytes(buffer[position + 4:position + 8], "big")
             if size > MAX_FRAME:
@@ -81,7 +87,14 @@ class FrameDecoder:
             end = position + HEADER + size
             if end > len(buffer):
                 break
-            frames.append((_STREAM_NAMES[kind], bytes(buffer[position + HEADER:end])))
+            if kind == _SYSTEM:
+                if self.engine_messages < 3:   # one per retrieval problem; a few are enough to see why
+                    log.info("engine message in a log stream", extra={
+                        "engine_message": bytes(buffer[position + HEADER:min(end, position + HEADER + 500)])
+                        .decode("utf-8", "replace").strip()})
+                self.engine_messages += 1
+            else:
+                frames.append((_STREAM_NAMES[kind], bytes(buffer[position + HEADER:end])))
             position = end
         del buffer[:position]
         return frames

@@ -68,3 +68,13 @@ def test_a_frame_holding_two_lines_gives_two() -> None:
 def test_an_untimestamped_payload_is_a_frame_error() -> None:
     with pytest.raises(FrameError):
         decode_lines([("stdout", b"no timestamp here\n")])
+
+
+def test_the_engines_own_message_is_skipped_not_a_failure() -> None:
+    """Stream 3: what a pending task's logs carry ("task ... has not been scheduled"): no lines, no error."""
+    message = b"Error grabbing logs: rpc error: code = Unknown desc = warning: incomplete log stream. some logs " \
+              b"could not be retrieved for the following reasons: task t2 has not been scheduled\n"
+    decoder = FrameDecoder()
+    assert decoder.feed(frame(1, LINE_OUT) + frame(3, message) + frame(2, LINE_ERR)) == [
+        ("stdout", LINE_OUT), ("stderr", LINE_ERR)]
+    assert decoder.engine_messages == 1
