@@ -208,7 +208,12 @@ function setPaused(value) {
   paused = value;
   pauseBtn.setAttribute("aria-pressed", String(paused));
   pauseBtn.textContent = paused ? "Resume" : "Pause";
-  if (!paused) {
+  if (paused) {   // lines received but not yet appended wait too: nothing appears after the click
+    if (flushTimer) clearTimeout(flushTimer);
+    flushTimer = null;
+    buffered = pending;
+    pending = [];
+  } else {
     const lost = dropped;
     pending = pending.concat(buffered);
     buffered = [];

@@ -71,6 +71,17 @@ def recorded_streams(page: Any) -> list[str]:
     return urls
 
 
+def wait_lines(page: Any, count: int, timeout: float = NEW_LINES_WITHIN) -> None:
+    """Until the list holds ``count`` lines; on timeout, fail with the page's state and last lines."""
+    try:
+        page.wait_for_function(f"() => document.querySelectorAll('ol.log-lines li').length >= {count}",
+                               timeout=timeout * 1000)
+    except Exception as exc:
+        state = page.get_attribute(".log-state", "data-state")
+        raise AssertionError(f"{count} lines not shown within {timeout}s: state {state}, note "
+                             f"{page.inner_text('.log-note')!r}, last {shown(page)[-3:]}") from exc
+
+
 def numbers(texts: list[str]) -> list[int]:
     return [int(match.group(1)) for text in texts if (match := re.fullmatch(r"line (\d+)", text.strip()))]
 
@@ -128,8 +139,7 @@ def test_follow_pause_search_in_the_browser(server: str, printer: str, browser: 
 
     page.click("[data-log-follow]")
     page.wait_for_selector(".log-state[data-state=following]", timeout=10_000)
-    page.wait_for_function(f"() => document.querySelectorAll('ol.log-lines li').length >= {len(first) + 3}",
-                           timeout=NEW_LINES_WITHIN * 1000)
+    wait_lines(page, len(first) + 3)
     followed = numbers(shown(page))
     assert followed[:len(first)] == first and max(followed) > max(first)
     news = followed[len(first):]
@@ -145,8 +155,7 @@ def test_follow_pause_search_in_the_browser(server: str, printer: str, browser: 
     assert "while paused" in page.inner_text(".log-note")
     page.click("[data-log-pause]")
     page.wait_for_selector(".log-state[data-state=following]")
-    page.wait_for_function(f"() => document.querySelectorAll('ol.log-lines li').length >= {paused_at + 5}",
-                           timeout=5_000)
+    wait_lines(page, paused_at + 5, 5)
     resumed = numbers(shown(page))
     assert resumed == list(range(resumed[0], resumed[0] + len(resumed))), "the buffered lines, none lost"
 
@@ -227,8 +236,7 @@ def test_a_dropped_tail_resumes_after_its_last_line(server: str, printer: str, b
         page = seen.page
         streams = recorded_streams(page)
         page.click("[data-log-follow]")
-        page.wait_for_function("() => document.querySelectorAll('ol.log-lines li').length >= 23",
-                               timeout=NEW_LINES_WITHIN * 1000)
+        wait_lines(page, 23)
         relay.kill()
         relay.wait(10)
         page.wait_for_selector(".log-state[data-state=reconnecting]", timeout=10_000)
@@ -236,8 +244,7 @@ def test_a_dropped_tail_resumes_after_its_last_line(server: str, printer: str, b
         relay = start_relay(port, server)
         page.wait_for_selector(".log-state[data-state=following]", timeout=30_000)
         count = len(shown(page))
-        page.wait_for_function(f"() => document.querySelectorAll('ol.log-lines li').length >= {count + 5}",
-                               timeout=NEW_LINES_WITHIN * 1000)
+        wait_lines(page, count + 5)
         assert len(streams) >= 2, streams
         assert all("lastEventId=" in url and "since=" not in url for url in streams[1:]), streams
         printed = numbers(shown(page))
