@@ -228,6 +228,8 @@ def test_a_write_from_a_stale_page_shows_what_changed(browser: Any, writer: str,
     assert old
     docker_lines(docker_host, "service", "update", "--detach", "--label-add", "dash.changed=yes", service.id)
     until(page, f"document.querySelector('main').dataset.etag !== {old!r}")
+    page.evaluate("dispatchEvent(new Event('pagehide'))")   # live.js closes its stream: no refresh from here on
+    page.wait_for_timeout(500)                             # (one in flight lands first)
     page.evaluate(f"document.querySelector('main').dataset.etag = {old!r}")   # a page whose refresh lagged
     dialog = open_dialog(page, f"act-svc-{service.id[:12]}-scale")
     dialog.locator("input[name=replicas]").fill("2")
