@@ -221,8 +221,13 @@ while True:
 
 def start_relay(port: int, upstream: str) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen([sys.executable, "-c", RELAY, str(port), str(urlsplit(upstream).port)])
-    wait_for(lambda: requests.get(f"http://127.0.0.1:{port}/-/health", timeout=2).status_code == 200, 20,
-             interval=0.1, message="the relay up")
+    try:
+        wait_for(lambda: requests.get(f"http://127.0.0.1:{port}/-/health", timeout=2).status_code == 200, 20,
+                 interval=0.1, message="the relay up")
+    except BaseException:
+        proc.kill()
+        proc.wait(10)
+        raise
     return proc
 
 
