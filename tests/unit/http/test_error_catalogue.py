@@ -69,7 +69,8 @@ OWN_ADDITIONS: dict[str, int] = {"API012": 400, "API013": 503, "API014": 413, "F
                                  "API015": 400, "API016": 400, "API017": 400,
                                  "API018": 400, "API019": 400, "API020": 422, "API021": 409, "API022": 400,
                                  "ENG005": 504,
-                                 "SSE003": 403}
+                                 "SSE003": 403,
+                                 "AUT005": 403}
 
 # The domain prefixes, in the catalogue's order.
 PREFIXES = ("API", "AUT", "ACL", "OPS", "FLT", "SEA", "MTR", "LOG", "SSE", "ENG", "SWM", "PLG", "NOD", "SVC",
