@@ -68,11 +68,11 @@ def test_history_and_a_record_render_clean_and_accessible(server: str, browser: 
 
     seen = visit(browser, f"{server}/history", wait_for=ROWS)
     page = seen.page
-    items = history(server)
+    items = history(server)   # read after the page: the lab's crash-looping demo service may have moved on
     assert page.locator(ROWS).count() == len(items) > 0
-    first = page.locator(ROWS).first
-    assert first.get_attribute("data-seq") == str(items[0]["id"])
-    assert page.locator(f"{ROWS} a[href='{items[0]['@id']}']").count() == 1
+    first = page.locator(ROWS).first.get_attribute("data-seq")
+    shown = next(item for item in items if str(item["id"]) == first)   # the page's newest is in the JSON
+    assert page.locator(f"{ROWS} a[href='{shown['@id']}']").count() >= 1
     page.wait_for_function("document.getElementById('freshness').dataset.state === 'live'", timeout=10_000)
     screenshot(page, "history")
     assert_accessible(page)
@@ -126,9 +126,9 @@ def test_events_page_is_a_live_log(server: str, browser: Any, docker_host: str, 
                                    service: tuple[str, str]) -> None:
     name, service_id = service
     cached(server, service_id)
+    newest = history(server, limit="1")[0]   # read before the page: the page shows it or later records
     seen = visit(browser, f"{server}/events", wait_for=".event-log li[data-seq]")
     page = seen.page
-    newest = history(server, limit="1")[0]
     assert int(page.locator(".event-log li[data-seq]").first.get_attribute("data-seq") or 0) >= newest["id"]
     page.wait_for_function("document.getElementById('freshness').dataset.state === 'live'", timeout=10_000)
     page.evaluate("window.__shoalMarker = 'kept'")
