@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from flask import Flask
 
+from app.dashboard.api_reference import init_api_reference
 from app.dashboard.context import init_context
 from app.dashboard.topology_svg import init_topology_svg
 from app.http import negotiation
@@ -20,4 +21,5 @@ def init_dashboard(app: Flask) -> None:
 
     init_context(app)
     init_topology_svg(app)
+    init_api_reference(app)
     negotiation.set_html_renderer(page)
