@@ -8,15 +8,23 @@ wait for ``networkidle``: wait for a selector or ``load``.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
+
+from tests.conftest import docker_lines
+from tests.integration.engine_state import IMAGE, TEST_LABEL
 
 CHROMIUM = "/usr/bin/chromium"
+LIVE_WITHIN_MS = 10_000       # a page's stream is open (freshness badge "live") this soon after load
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
@@ -79,3 +87,59 @@ def screenshot(page: Any, name: str) -> Path:
     target = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(target), full_page=False)
     return target
+
+
+def wait_live(page: Any) -> None:
+    """Until the page's stream is open (the freshness badge says live): a change made after it is pushed.
+    A locator wait, not wait_for_function: the pages' CSP (no unsafe-eval) refuses a polled expression."""
+    page.locator("#freshness[data-state=live]").wait_for(timeout=LIVE_WITHIN_MS)
+
+
+def mark_document(page: Any) -> None:
+    """A marker on the window: still there later means the page was not reloaded."""
+    page.evaluate("window.__shoalMarker = 'kept'")
+
+
+def not_reloaded(page: Any) -> bool:
+    return bool(page.evaluate("window.__shoalMarker === 'kept'"))
+
+
+def watch(browser: Any, url: str, *, wait_for: str = "main") -> Visit:
+    """A visit whose page is live and marked: what a test of a change appearing without a reload starts from."""
+    seen = visit(browser, url, wait_for=wait_for)
+    wait_live(seen.page)
+    mark_document(seen.page)
+    return seen
+
+
+def json_answer(server: str, path: str, **params: str) -> Any:
+    """The JSON answer of a GET on the server (what the page rendered, read as an API client)."""
+    response = requests.get(f"{server}{path}", params=params, headers={"Accept": "application/json"}, timeout=10)
+    response.raise_for_status()
+    return response.json()
+
+
+def create_service(docker_host: str, name: str, replicas: int = 1) -> str:
+    """A test service made with the docker CLI (labelled for the lab's cleanup); its id."""
+    lines = docker_lines(docker_host, "service", "create", "--detach", "--quiet", "--name", name,
+                         "--label", f"{TEST_LABEL}=1", "--replicas", str(replicas), "--stop-grace-period", "1s",
+                         "--endpoint-mode", "dnsrr", IMAGE, "sleep", "3600")
+    return lines[-1].strip()
+
+
+@contextlib.contextmanager
+def removed_afterwards(docker_host: str, kind: str, prefix: str) -> Iterator[str]:
+    """A fresh name for a `docker <kind>` object; the object of that name, if the test made it, is removed."""
+    name = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):   # the test may not have made it
+            docker_lines(docker_host, kind, "rm", name)
+
+
+@contextlib.contextmanager
+def cli_service(docker_host: str, prefix: str, replicas: int = 1) -> Iterator[tuple[str, str]]:
+    """A fresh service made with the docker CLI around a test: (name, id); removed afterwards."""
+    with removed_afterwards(docker_host, "service", prefix) as name:
+        yield name, create_service(docker_host, name, replicas)

@@ -12,17 +12,20 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 from flask.testing import FlaskClient
 
 from tests.conftest import docker_lines, running_app, wait_for
 from tests.integration.dashboard_browser import (
     assert_accessible,
     browser,  # noqa: F401 - the fixture
+    cli_service,
+    json_answer,
+    not_reloaded,
     screenshot,
     visit,
+    wait_live,
+    watch,
 )
-from tests.integration.engine_state import IMAGE, TEST_LABEL
 
 pytestmark = pytest.mark.integration
 APPEARS_WITHIN_MS = 5_000     # the brief's bar: a change is on the open page within 5 s
@@ -30,25 +33,15 @@ ROWS = "table.history tbody tr[data-seq]"
 
 
 def history(server: str, **params: str) -> list[dict[str, Any]]:
-    answer = requests.get(f"{server}/history", params=params, headers={"Accept": "application/json"}, timeout=10)
-    answer.raise_for_status()
-    items: list[dict[str, Any]] = answer.json()["items"]
+    items: list[dict[str, Any]] = json_answer(server, "/history", **params)["items"]
     return items
-
-
-def not_reloaded(page: Any) -> bool:
-    return bool(page.evaluate("window.__shoalMarker === 'kept'"))
 
 
 @pytest.fixture
 def service(docker_host: str) -> Iterator[tuple[str, str]]:
     """A fresh one-replica service made with the docker CLI: (name, id); removed afterwards."""
-    name = f"dashhist-{uuid.uuid4().hex[:6]}"
-    service_id = docker_lines(docker_host, "service", "create", "--detach", "--quiet", "--name", name,
-                              "--label", f"{TEST_LABEL}=1", "--replicas", "1", "--stop-grace-period", "1s",
-                              "--endpoint-mode", "dnsrr", IMAGE, "sleep", "3600")[-1].strip()
-    yield name, service_id
-    docker_lines(docker_host, "service", "rm", name)
+    with cli_service(docker_host, "dashhist") as made:
+        yield made
 
 
 def cached(server: str, service_id: str) -> None:
@@ -73,7 +66,7 @@ def test_history_and_a_record_render_clean_and_accessible(server: str, browser: 
     first = page.locator(ROWS).first.get_attribute("data-seq")
     shown = next(item for item in items if str(item["id"]) == first)   # the page's newest is in the JSON
     assert page.locator(f"{ROWS} a[href='{shown['@id']}']").count() >= 1
-    page.wait_for_function("document.getElementById('freshness').dataset.state === 'live'", timeout=10_000)
+    wait_live(page)
     screenshot(page, "history")
     assert_accessible(page)
     seen.assert_clean()
@@ -101,10 +94,8 @@ def test_a_cli_change_appears_in_the_open_history_page(server: str, browser: Any
                                                        service: tuple[str, str]) -> None:
     name, service_id = service
     cached(server, service_id)
-    seen = visit(browser, f"{server}/history?type=service", wait_for=ROWS)
+    seen = watch(browser, f"{server}/history?type=service", wait_for=ROWS)
     page = seen.page
-    page.wait_for_function("document.getElementById('freshness').dataset.state === 'live'", timeout=10_000)
-    page.evaluate("window.__shoalMarker = 'kept'")
     # history.js (loaded by app.js for [data-history]; init is idempotent, so importing it here is harmless)
     page.evaluate("import('/static/js/history.js').then((m) => m.init())")
     before = page.locator(ROWS).first.get_attribute("data-seq")
@@ -127,11 +118,9 @@ def test_events_page_is_a_live_log(server: str, browser: Any, docker_host: str, 
     name, service_id = service
     cached(server, service_id)
     newest = history(server, limit="1")[0]   # read before the page: the page shows it or later records
-    seen = visit(browser, f"{server}/events", wait_for=".event-log li[data-seq]")
+    seen = watch(browser, f"{server}/events", wait_for=".event-log li[data-seq]")
     page = seen.page
     assert int(page.locator(".event-log li[data-seq]").first.get_attribute("data-seq") or 0) >= newest["id"]
-    page.wait_for_function("document.getElementById('freshness').dataset.state === 'live'", timeout=10_000)
-    page.evaluate("window.__shoalMarker = 'kept'")
     key = f"shoal.events.{uuid.uuid4().hex[:6]}"
     docker_lines(docker_host, "service", "update", "--detach", "--label-add", f"{key}=1", name)
     page.wait_for_selector(f".event-log li:has-text('label {key}')", timeout=APPEARS_WITHIN_MS)

@@ -5,10 +5,7 @@ appears in an open /configs page without a reload, within 5 s."""
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +17,11 @@ from tests.conftest import docker_lines
 from tests.integration.dashboard_browser import (
     assert_accessible,
     browser,  # noqa: F401 - the fixture
+    not_reloaded,
+    removed_afterwards,
     screenshot,
     visit,
+    watch,
 )
 from tests.integration.engine_state import TEST_LABEL
 
@@ -44,10 +44,6 @@ def by_name(server: str, path: str, name: str) -> dict[str, Any]:
         if name in (item.get("name"), item.get("Name"), (item.get("Spec") or {}).get("Name")):
             return item
     raise AssertionError(f"{name} not in {path}")
-
-
-def not_reloaded(page: Any) -> bool:
-    return bool(page.evaluate("window.__shoalMarker === 'kept'"))
 
 
 @pytest.mark.parametrize(("path", "name_of", "shot"), [
@@ -139,19 +135,15 @@ def test_object_details_render_their_facts(server: str, browser: Any) -> None:  
 
 @pytest.fixture
 def config_name(docker_host: str) -> Iterator[str]:
-    name = f"dashobj-{uuid.uuid4().hex[:6]}"
-    yield name
-    with contextlib.suppress(subprocess.CalledProcessError):   # the test may not have created it
-        docker_lines(docker_host, "config", "rm", name)
+    with removed_afterwards(docker_host, "config", "dashobj") as name:
+        yield name
 
 
 def test_a_config_created_with_the_cli_appears_in_the_open_list(server: str, browser: Any,  # noqa: F811
                                                                 docker_host: str, config_name: str,
                                                                 tmp_path: Path) -> None:
-    seen = visit(browser, f"{server}/configs?sort=name", wait_for=ROWS)
+    seen = watch(browser, f"{server}/configs?sort=name", wait_for=ROWS)
     page = seen.page
-    page.wait_for_function("document.getElementById('freshness').dataset.state === 'live'", timeout=10_000)
-    page.evaluate("window.__shoalMarker = 'kept'")
     assert config_name not in page.inner_text("[data-block=live]")
     data = tmp_path / "data.txt"
     data.write_text("made by the dashboard objects test\n")

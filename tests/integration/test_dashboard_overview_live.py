@@ -5,30 +5,26 @@ a reload (within 5 s); screenshots for the docs."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 
 from tests.conftest import docker_lines, wait_for
 from tests.integration.dashboard_browser import (
     assert_accessible,
     browser,  # noqa: F401 - the fixture
+    cli_service,
+    json_answer,
+    mark_document,
+    not_reloaded,
     screenshot,
     visit,
+    wait_live,
 )
-from tests.integration.engine_state import IMAGE, TEST_LABEL
 
 pytestmark = pytest.mark.integration
 CHANGES_WITHIN_MS = 5_000     # the brief's bar: a change is on the open page within 5 s
-
-
-def answer(server: str, path: str, **params: str) -> Any:
-    response = requests.get(f"{server}{path}", params=params, headers={"Accept": "application/json"}, timeout=10)
-    response.raise_for_status()
-    return response.json()
 
 
 def count(page: Any, name: str) -> int:
@@ -38,54 +34,52 @@ def count(page: Any, name: str) -> int:
 @pytest.fixture
 def service(docker_host: str) -> Iterator[str]:
     """A fresh one-replica service made with the docker CLI (its name); removed afterwards."""
-    name = f"dashover-{uuid.uuid4().hex[:6]}"
-    docker_lines(docker_host, "service", "create", "--detach", "--quiet", "--name", name, "--label",
-                 f"{TEST_LABEL}=1", "--replicas", "1", "--stop-grace-period", "1s", "--endpoint-mode", "dnsrr",
-                 IMAGE, "sleep", "3600")
-    yield name
-    docker_lines(docker_host, "service", "rm", name)
+    with cli_service(docker_host, "dashover") as (name, _):
+        yield name
 
 
 def test_overview_shows_the_lab_and_follows_a_cli_scale(server: str, browser: Any, docker_host: str,  # noqa: F811
                                                         service: str) -> None:
-    wait_for(lambda: answer(server, "/services", filter=f'name == "{service}"')["total"] == 1, 20,
+    wait_for(lambda: json_answer(server, "/services", filter=f'name == "{service}"')["total"] == 1, 20,
              interval=0.2, message="the new service in the cache")
-    wait_for(lambda: answer(server, "/recommendations")["computedAt"], 20, interval=0.2,
+    wait_for(lambda: json_answer(server, "/recommendations")["computedAt"], 20, interval=0.2,
              message="the first recommendations run")
     seen = visit(browser, f"{server}/", wait_for='[data-count="tasks"]')
     page = seen.page
-    page.wait_for_function("() => document.getElementById('freshness').dataset.state === 'live'", timeout=10_000)
-    cluster = answer(server, "/cluster")
+    wait_live(page)
+    cluster = json_answer(server, "/cluster")
     assert count(page, "nodes") == cluster["nodeCount"]
     assert count(page, "services") == cluster["serviceCount"] >= 1
     assert count(page, "stacks") == cluster["stackCount"] >= 2   # the lab's demo and ops stacks
-    managers = answer(server, "/nodes", filter='role == "manager"')["items"]
+    managers = json_answer(server, "/nodes", filter='role == "manager"')["items"]
     leader = next(n for n in managers if n["ManagerStatus"].get("Leader"))
     assert page.locator(f"section[data-block=health] a[href='{leader['@id']}']").count() == 1
-    capacity = answer(server, "/cluster/capacity")
+    capacity = json_answer(server, "/cluster/capacity")
     assert page.locator("table.capacity tbody meter").count() == 2 * len(capacity["nodes"])
     # the lab's crasher keeps findings moving, and /events carries no recommendation events: a reload may
     # be needed to catch the page and the JSON at the same evaluation
     for _attempt in range(3):
-        summary = answer(server, "/recommendations")["summary"]
+        summary = json_answer(server, "/recommendations")["summary"]
         if {s: count(page, f"findings-{s}") for s in summary} == summary:
             break
         page.reload(wait_until="load")
         page.wait_for_selector('[data-count="tasks"]')
     assert {s: count(page, f"findings-{s}") for s in summary} == summary
-    latest = answer(server, "/history", limit="10")["items"]
+    latest = json_answer(server, "/history", limit="10")["items"]
     assert page.locator("table.history tbody tr[data-seq]").count() == len(latest) == 10
     screenshot(page, "overview")
     assert_accessible(page)
     seen.assert_clean()
 
-    # a scale made outside Shoal reaches the open page through /events, without a reload
-    page.evaluate("window.__shoalMarker = 'kept'")
+    # a scale made outside Shoal reaches the open page through /events, without a reload (live again first:
+    # a reload above reopens the stream, and a change before it is open is not pushed)
+    wait_live(page)
+    mark_document(page)
     before = count(page, "tasks")
     docker_lines(docker_host, "service", "scale", "--detach", f"{service}=2")
     page.wait_for_function("(before) => Number(document.querySelector('[data-count=tasks]').textContent) > before",
                            arg=before, timeout=CHANGES_WITHIN_MS)
-    assert page.evaluate("window.__shoalMarker") == "kept"
+    assert not_reloaded(page)
     assert count(page, "tasks") >= before + 1
     seen.assert_clean()
     page.context.close()
@@ -115,7 +109,7 @@ PAGES = [
 @pytest.mark.parametrize(("path", "selector", "shot"), PAGES, ids=[p for p, _, _ in PAGES])
 def test_page_renders_clean_and_accessible(server: str, browser: Any, path: str, selector: str,  # noqa: F811
                                            shot: str | None) -> None:
-    wait_for(lambda: answer(server, "/recommendations")["computedAt"], 20, interval=0.2,
+    wait_for(lambda: json_answer(server, "/recommendations")["computedAt"], 20, interval=0.2,
              message="the first recommendations run")
     seen = visit(browser, f"{server}{path}", wait_for=selector)
     page = seen.page
@@ -123,19 +117,19 @@ def test_page_renders_clean_and_accessible(server: str, browser: Any, path: str,
     if path == "/swarm":
         body = page.content()
         assert "SWMTKN" not in body
-        swarm = answer(server, "/swarm")["swarm"]
+        swarm = json_answer(server, "/swarm")["swarm"]
         assert swarm["ID"] in body
         assert page.locator("dl.fields", has_text="Node heartbeat").count() == 1
     elif path == "/recommendations":
-        found = answer(server, "/recommendations")
+        found = json_answer(server, "/recommendations")
         assert page.locator("tr[data-finding]").count() == len(found["items"]) > 0
     elif path == "/disk-usage":
-        assert page.locator("table.disk-usage tbody tr").count() == answer(server, path)["total"]
+        assert page.locator("table.disk-usage tbody tr").count() == json_answer(server, path)["total"]
     elif path.endswith("plugins"):
-        plugins = answer(server, path)["items"]
+        plugins = json_answer(server, path)["items"]
         assert page.locator("table.plugins tbody tr").count() == max(len(plugins), 1)
     elif path in ("/profile", "/auth/whoami"):
-        assert page.locator('[data-field="subject"]').inner_text() == answer(server, path)["subject"]
+        assert page.locator('[data-field="subject"]').inner_text() == json_answer(server, path)["subject"]
     if shot:
         page.wait_for_function("() => document.getElementById('freshness').dataset.state !== 'syncing'",
                                timeout=10_000)

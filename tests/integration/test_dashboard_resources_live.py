@@ -5,9 +5,6 @@ replica change made with the docker CLI shows in the open service page's task ta
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,10 +15,13 @@ from tests.conftest import docker_lines, wait_for
 from tests.integration.dashboard_browser import (
     assert_accessible,
     browser,  # noqa: F401 - the fixture
+    create_service,
+    not_reloaded,
+    removed_afterwards,
     screenshot,
     visit,
+    watch,
 )
-from tests.integration.engine_state import IMAGE, TEST_LABEL
 
 pytestmark = pytest.mark.integration
 APPEARS_WITHIN_MS = 5_000     # the brief's bar: a change is on the open page within 5 s
@@ -36,29 +36,11 @@ def first(server: str, path: str, **params: str) -> dict[str, Any]:
     return items[0]
 
 
-def mark_document(page: Any) -> None:
-    """A marker on the window: still there later means the page was not reloaded."""
-    page.evaluate("window.__shoalMarker = 'kept'")
-
-
-def not_reloaded(page: Any) -> bool:
-    return bool(page.evaluate("window.__shoalMarker === 'kept'"))
-
-
 @pytest.fixture
 def service_name(docker_host: str) -> Iterator[str]:
     """A fresh name; the service of that name (if a test created it) is removed afterwards."""
-    name = f"dashres-{uuid.uuid4().hex[:6]}"
-    yield name
-    with contextlib.suppress(subprocess.CalledProcessError):   # the test may not have created it
-        docker_lines(docker_host, "service", "rm", name)
-
-
-def create_service(docker_host: str, name: str, replicas: int) -> str:
-    lines = docker_lines(docker_host, "service", "create", "--detach", "--quiet", "--name", name,
-                         "--label", f"{TEST_LABEL}=1", "--replicas", str(replicas), "--stop-grace-period", "1s",
-                         "--endpoint-mode", "dnsrr", IMAGE, "sleep", "3600")
-    return lines[-1].strip()
+    with removed_afterwards(docker_host, "service", "dashres") as name:
+        yield name
 
 
 @pytest.mark.parametrize(("path", "rows", "shot"), [
@@ -116,10 +98,8 @@ def test_details_render_clean_and_accessible(server: str, browser: Any) -> None:
 
 def test_a_created_service_appears_in_the_open_list(server: str, browser: Any, docker_host: str,  # noqa: F811
                                                     service_name: str) -> None:
-    seen = visit(browser, f"{server}/services?limit=200", wait_for="tbody[data-block=rows] tr[data-id]")
+    seen = watch(browser, f"{server}/services?limit=200", wait_for="tbody[data-block=rows] tr[data-id]")
     page = seen.page
-    page.locator("#freshness[data-state=live]").wait_for(timeout=10_000)
-    mark_document(page)
     assert service_name not in page.inner_text("tbody[data-block=rows]")
     service_id = create_service(docker_host, service_name, 1)
     page.locator(f"tbody[data-block=rows] tr[data-id='{service_id}']").wait_for(timeout=APPEARS_WITHIN_MS)
@@ -136,10 +116,8 @@ def test_a_replica_change_shows_in_the_open_service_page(server: str, browser: A
     wait_for(lambda: requests.get(f"{server}/services/{service_id}/tasks", timeout=5).json()["total"] == 1,
              CONVERGE_S, interval=0.3, message="the service's first task in the cache")
     rows = "[data-block=tasks] tbody tr[data-id]"
-    seen = visit(browser, f"{server}/services/{service_id}", wait_for=rows)
+    seen = watch(browser, f"{server}/services/{service_id}", wait_for=rows)
     page = seen.page
-    page.locator("#freshness[data-state=live]").wait_for(timeout=10_000)
-    mark_document(page)
     assert page.locator(rows).count() == 1
     docker_lines(docker_host, "service", "scale", "--detach", f"{service_name}=3")
     # locator waits, not wait_for_function: the page's CSP (no unsafe-eval) refuses a polled expression
