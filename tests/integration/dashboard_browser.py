@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 import requests
 
-from tests.conftest import docker_lines
+from tests.conftest import docker_lines, wait_for
 from tests.integration.engine_state import IMAGE, TEST_LABEL
 
 CHROMIUM = "/usr/bin/chromium"
 LIVE_WITHIN_MS = 10_000       # a page's stream is open (freshness badge "live") this soon after load
+REMOVED_WITHIN_S = 30         # the engine's tasks of a removed test service are gone this soon
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
@@ -127,15 +128,33 @@ def create_service(docker_host: str, name: str, replicas: int = 1) -> str:
     return lines[-1].strip()
 
 
+def _tasks_gone(docker_host: str, service_id: str) -> None:
+    """Until the engine holds no task of a removed service: its tasks going away later would move the task
+    counts a following test watches (the overview's total drops while that test's scale adds one)."""
+    import docker
+
+    client = docker.APIClient(base_url=docker_host, version="1.41", timeout=30)
+    try:
+        # all tasks, filtered here: the engine refuses a service filter naming a removed service (404)
+        wait_for(lambda: all(task["ServiceID"] != service_id for task in client.tasks()), REMOVED_WITHIN_S,
+                 interval=0.3, message=f"the tasks of the removed service {service_id} gone")
+    finally:
+        client.close()
+
+
 @contextlib.contextmanager
 def removed_afterwards(docker_host: str, kind: str, prefix: str) -> Iterator[str]:
-    """A fresh name for a `docker <kind>` object; the object of that name, if the test made it, is removed."""
+    """A fresh name for a `docker <kind>` object; the object of that name, if the test made it, is removed
+    (a service: and its tasks gone)."""
     name = f"{prefix}-{uuid.uuid4().hex[:6]}"
     try:
         yield name
     finally:
         with contextlib.suppress(subprocess.CalledProcessError):   # the test may not have made it
+            made = docker_lines(docker_host, kind, "inspect", "--format", "{{.ID}}", name)[-1].strip()
             docker_lines(docker_host, kind, "rm", name)
+            if kind == "service":
+                _tasks_gone(docker_host, made)
 
 
 @contextlib.contextmanager
