@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -83,10 +84,13 @@ def assert_accessible(page: Any) -> None:
 
 
 def screenshot(page: Any, name: str) -> Path:
-    """Save a screenshot of the page for the docs (docs/screenshots/<name>.png)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    target = SCREENSHOTS / f"{name}.png"
+    """A screenshot of the page: into docs/screenshots/<name>.png when ``SHOAL_SCREENSHOTS=1`` (regenerating
+    the docs' pictures), else into a temporary directory, so a test run leaves the checkout as it was."""
+    folder = SCREENSHOTS if os.environ.get("SHOAL_SCREENSHOTS") == "1" else Path(tempfile.gettempdir()) / "shoal-screens"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{name}.png"
     page.screenshot(path=str(target), full_page=False)
+    assert target.stat().st_size > 1000, f"an empty screenshot of {name}"
     return target
 
 
