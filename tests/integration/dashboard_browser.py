@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -86,7 +86,8 @@ def assert_accessible(page: Any) -> None:
 def screenshot(page: Any, name: str) -> Path:
     """A screenshot of the page: into docs/screenshots/<name>.png when ``SHOAL_SCREENSHOTS=1`` (regenerating
     the docs' pictures), else into a temporary directory, so a test run leaves the checkout as it was."""
-    folder = SCREENSHOTS if os.environ.get("SHOAL_SCREENSHOTS") == "1" else Path(tempfile.gettempdir()) / "shoal-screens"
+    regenerate = os.environ.get("SHOAL_SCREENSHOTS") == "1"
+    folder = SCREENSHOTS if regenerate else Path(tempfile.gettempdir()) / "shoal-screens"
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{name}.png"
     page.screenshot(path=str(target), full_page=False)
