@@ -24,6 +24,8 @@ IGNORED_TEXT = {"type": "string", "description": "not a number: ignored (the def
 # which lacks U+001C..U+001F and U+0085 and adds U+FEFF).
 PYTHON_WHITESPACE = "\t-\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 NOT_BLANK = f"[^{PYTHON_WHITESPACE}]"
+# /search also drops control characters before trimming (app.query.search): one printable character needed.
+PRINTABLE_NOT_BLANK = f"[^{PYTHON_WHITESPACE}\x00-\x1f\x7f]"
 
 
 def lenient_integer_schema(minimum: int | None = None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from app.query.search import KIND_ORDER, MAX_LIMIT, MAX_QUERY
 from app.recommendations.checks import CHECK_IDS
 from app.recommendations.findings import RESOURCE_TYPES, SCOPES, SEVERITIES
 from app.recommendations.prometheus_checks import PROMETHEUS_CHECK_IDS
-from app.schemas.query_params import NOT_BLANK, LenientInteger, choice_list_pattern
+from app.schemas.query_params import PRINTABLE_NOT_BLANK, LenientInteger, choice_list_pattern
 from app.schemas.v1.envelopes import JsonLdV1
 
 _PLURALS = [kind.spec.plural for kind in KIND_ORDER]
@@ -20,7 +20,7 @@ class SearchQueryV1(Schema):
     q = fields.String(required=True, metadata={
         "description": f"text to find (trimmed, case-insensitive; blank SEA001, over {MAX_QUERY} characters "
                        "SEA002); matched against names, ids, images and labels",
-        "pattern": NOT_BLANK, "maxLength": MAX_QUERY})
+        "pattern": PRINTABLE_NOT_BLANK, "maxLength": MAX_QUERY})
     limit = LenientInteger(f"results kept per kind: default 3; 0 or over {MAX_LIMIT} → {MAX_LIMIT}; negative or "
                            "not an integer → 3")
 
