@@ -13,7 +13,7 @@ import os
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,10 +53,19 @@ class Visit:
     def assert_clean(self) -> None:
         assert not self.errors, "console errors / failed requests:\n" + "\n".join(self.errors)
 
+    def reload(self, wait_for: str = "main") -> None:
+        """Reload the page; the requests of the old document the reload itself cuts off (favicon, a
+        fragment fetch: net::ERR_ABORTED) are the test's doing, not failures of the page."""
+        before = len(self.errors)
+        self.page.reload(wait_until="load")
+        self.page.wait_for_selector(wait_for)
+        self.errors[before:] = [e for e in self.errors[before:] if "net::ERR_ABORTED" not in e]
+
 
 def visit(browser: Any, url: str, *, wait_for: str = "main", headers: dict[str, str] | None = None,
-          color_scheme: str = "light") -> Visit:
-    """A new page (own context: cookies and storage do not leak between visits) at ``url``."""
+          color_scheme: str = "light", on_request: Callable[[Any], None] | None = None) -> Visit:
+    """A new page (own context: cookies and storage do not leak between visits) at ``url``; ``on_request``
+    sees every request the page makes from its first one on."""
     context = browser.new_context(extra_http_headers=headers or {}, color_scheme=color_scheme,
                                   viewport={"width": 1400, "height": 900})
     page = context.new_page()
@@ -68,6 +77,8 @@ def visit(browser: Any, url: str, *, wait_for: str = "main", headers: dict[str, 
             if "event-stream" not in (req.headers.get("accept") or "") else None)
     page.on("response", lambda res: seen.bad_responses.append(f"{res.status} {res.url}")
             if res.status >= 400 else None)
+    if on_request is not None:
+        page.on("request", on_request)
     page.goto(url, wait_until="load")
     page.wait_for_selector(wait_for)
     return seen

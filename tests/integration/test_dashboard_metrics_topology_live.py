@@ -71,14 +71,13 @@ def lab_service_names(server: str) -> list[str]:
 # ------------------------------------------------------------------------------------------------ metrics
 def test_cluster_metrics_page_draws_node_charts_from_one_stream(metrics_server: str,
                                                                browser: Any) -> None:  # noqa: F811
-    streams: list[str] = []
-    seen = visit(browser, f"{metrics_server}/cluster/metrics?step=5", wait_for='[data-chart="cpu_node"]')
+    streams: list[str] = []    # every event stream the page opens, counted from its first request
+    seen = visit(browser, f"{metrics_server}/cluster/metrics?step=5", wait_for='[data-chart="cpu_node"]',
+                 on_request=lambda req: streams.append(req.url)
+                 if "text/event-stream" in (req.headers.get("accept") or "") else None)
     page = seen.page
     # Without JS the snapshot table already has the node-exporter host (server-rendered instant answer).
     assert page.locator('[data-chart="mem_node"] table.snapshot tbody td.num').count() >= 1
-    page.on("request", lambda req: streams.append(req.url)
-            if "text/event-stream" in (req.headers.get("accept") or "") else None)
-    page.reload(wait_until="load")    # counted from the start: every event stream the page opens
     page.wait_for_function("""() => ['cpu_node', 'mem_node'].every(id => {
         const fig = document.querySelector(`[data-chart="${id}"]`);
         return fig && fig.querySelector('canvas') && Number(fig.dataset.points || 0) >= 2; })""",

@@ -62,8 +62,7 @@ def test_overview_shows_the_lab_and_follows_a_cli_scale(server: str, browser: An
         summary = json_answer(server, "/recommendations")["summary"]
         if {s: count(page, f"findings-{s}") for s in summary} == summary:
             break
-        page.reload(wait_until="load")
-        page.wait_for_selector('[data-count="tasks"]')
+        seen.reload('[data-count="tasks"]')
     assert {s: count(page, f"findings-{s}") for s in summary} == summary
     latest = json_answer(server, "/history", limit="10")["items"]
     assert page.locator("table.history tbody tr[data-seq]").count() == len(latest) == 10
