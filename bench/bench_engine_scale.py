@@ -48,8 +48,8 @@ import requests  # noqa: E402
 from bench.localhttp import free_port  # noqa: E402
 from bench.timing import percentile  # noqa: E402
 
-LAB_DIR = "/tmp/lab-scale"
-LAB_NAME = "scale"
+LAB_NAME = os.environ.get("SHOAL_BENCH_LAB", "scale")   # another name: another lab (benches side by side)
+LAB_DIR = f"/tmp/lab-{LAB_NAME}"
 BIG = "shoal-scale-big"
 PROBE = "shoal-scale-probe"
 

@@ -1,0 +1,21 @@
+"""gunicorn settings of the floors (``bench/floors.py``): the production server settings read from the
+repository's ``gunicorn.conf.py`` (worker class, connections, keep-alive, log config), none of its hooks,
+no access log."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+_production = runpy.run_path(str(Path(__file__).resolve().parent.parent / "gunicorn.conf.py"))
+
+bind = _production["bind"]
+worker_class = _production["worker_class"]
+workers = _production["workers"]
+worker_connections = _production["worker_connections"]
+timeout = _production["timeout"]
+keepalive = _production["keepalive"]
+# the floors write no access log (a bare app has none): what Shoal's costs is part of its figure
+logconfig_dict = {**_production["logconfig_dict"]}
+logconfig_dict["loggers"] = {**logconfig_dict["loggers"],
+                             "gunicorn.access": {**logconfig_dict["loggers"]["gunicorn.access"], "level": "WARNING"}}
