@@ -18,6 +18,8 @@ from app.writes.operations import TIER_NAMES, operation
 
 F = TypeVar("F", bound=Callable[..., Any])
 PROBLEM = "application/problem+json"
+# One instance for every documented problem: given the class, flask-smorest built one per response (~1,200).
+_PROBLEM_SCHEMA = ProblemV1()
 
 
 def _codes(prefixes: tuple[str, ...]) -> str:
@@ -35,7 +37,7 @@ def errors(blp: Blueprint, *statuses: int, codes: dict[int, str] | None = None) 
 
     def decorate(view: F) -> F:
         for status in sorted({406, 500, *statuses}):
-            view = blp.alt_response(status, schema=ProblemV1, content_type=PROBLEM,
+            view = blp.alt_response(status, schema=_PROBLEM_SCHEMA, content_type=PROBLEM,
                                     description=described[status])(view)
         return view
 

@@ -1,0 +1,64 @@
+"""flask-smorest's copies of a view's documentation, sharing the marshmallow schemas.
+
+Every flask-smorest decorator (``response``, ``alt_response``, ``arguments``, ``doc``, ...) deep-copies the
+documentation gathered so far, so that the wrapped function's own stays unchanged, and registration copies
+it twice more. The schema *instances* in it were copied too, field by field: a write view's dozen stacked
+decorators copied its schemas a dozen times, ~1 s of start-up and thousands of dead schema copies kept by
+the wrappers. Nothing writes to a schema instance once built (flask-smorest and apispec read them; the
+runtime parses with the instance its decorator kept, not with a copy), so these copies share them and copy
+everything else exactly as ``copy.deepcopy`` does: the OpenAPI document is the same, byte for byte.
+"""
+
+from __future__ import annotations
+
+import copy
+from types import ModuleType
+from typing import Any
+
+from flask_smorest import arguments, blueprint, etag, pagination, response
+from marshmallow import Schema
+
+# The flask-smorest modules whose decorators copy a view's documentation with ``deepcopy``.
+_COPYING_MODULES: tuple[ModuleType, ...] = (arguments, blueprint, etag, pagination, response)
+# What copy.deepcopy returns as is (its _deepcopy_atomic); checked first: most of a document is strings.
+_ATOMIC = frozenset({str, int, float, bool, type(None), bytes, type})
+
+
+def copy_doc(value: Any, memo: dict[int, Any] | None = None) -> Any:
+    """``copy.deepcopy(value)``, except that marshmallow schema instances are shared, not copied.
+
+    dicts, lists and tuples are copied here (the memo keeps aliases aliased, as deepcopy does); any other
+    object goes to ``copy.deepcopy`` with the same memo."""
+    kind = type(value)
+    if kind in _ATOMIC:
+        return value
+    memo = {} if memo is None else memo
+    known = memo.get(id(value), memo)
+    if known is not memo:
+        return known
+    if kind is dict:
+        result: Any = {}
+        memo[id(value)] = result
+        for key, item in value.items():
+            result[copy_doc(key, memo)] = copy_doc(item, memo)
+        return result
+    if kind is list:
+        result = []
+        memo[id(value)] = result
+        result.extend(copy_doc(item, memo) for item in value)
+        return result
+    if kind is tuple:
+        items = tuple(copy_doc(item, memo) for item in value)
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if isinstance(value, Schema):
+        return value
+    return copy.deepcopy(value, memo)
+
+
+def share_schemas_in_doc_copies() -> None:
+    """Make flask-smorest's documentation copies :func:`copy_doc` (idempotent; before any decorator runs)."""
+    for module in _COPYING_MODULES:
+        if getattr(module, "deepcopy", None) not in (copy.deepcopy, copy_doc):
+            raise RuntimeError(f"{module.__name__} no longer copies with copy.deepcopy: review app.blueprints."
+                               "doc_copies against this flask-smorest version")
+        module.deepcopy = copy_doc  # type: ignore[attr-defined]
