@@ -29,6 +29,7 @@ from app.http.admission import init_admission
 from app.http.auth import init_auth
 from app.http.formats import FormatExtensions
 from app.http.mount import BasePath
+from app.http.response_memo import init_response_memo
 from app.http.security import init_security
 from app.logconfig import dict_config
 from app.mcp import init_mcp
@@ -81,4 +82,5 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
             init_oauth(app)   # /oauth/*, /.well-known/oauth-* (the agents' authorization server)
     wsgi = FormatExtensions(app.wsgi_app)
     app.wsgi_app = BasePath(wsgi, settings.base_path) if settings.base_path else wsgi  # type: ignore[method-assign]
+    init_response_memo(app, runtime)   # outermost: a memoised answer skips every layer above (docs/performance.md)
     return app

@@ -69,6 +69,14 @@ class IssuedTags:
         while len(self._shown) > self._limit:
             self._shown.popitem(last=False)
 
+    def reissue(self, tag: str, entry: Entry) -> None:
+        """The same tag served again (``app.http.response_memo``): most recently issued once more, its
+        digest made again only if it was dropped meanwhile."""
+        if tag in self._shown:
+            self._shown.move_to_end(tag)
+        else:
+            self.remember(tag, entry)
+
     def shows_current(self, tag: str, entry: Entry) -> bool:
         """Whether ``tag`` was issued for this object in the state it is in now."""
         shown = self._shown.get(tag)

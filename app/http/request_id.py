@@ -16,9 +16,13 @@ def current_request_id() -> str:
     return value if isinstance(value, str) else ""
 
 
+def request_id_for(offered: str) -> str:
+    """The client's id when it is a valid one, else a new one."""
+    return offered if _VALID.match(offered) and offered == offered.strip() else uuid.uuid4().hex
+
+
 def _assign() -> None:
-    offered = request.headers.get(HEADER, "")
-    g.request_id = offered if _VALID.match(offered) and offered == offered.strip() else uuid.uuid4().hex
+    g.request_id = request_id_for(request.headers.get(HEADER, ""))
 
 
 def _echo(response: Response) -> Response:

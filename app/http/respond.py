@@ -20,9 +20,11 @@ from app.cache.entries import Entry
 from app.cache.store import Cache
 from app.http.acl_read import read_filter
 from app.http.conditional import parse_engine_time
+from app.http.freshness import CONTACT_HEADER, FRESHNESS_HEADER, SEQUENCE_HEADER, freshness_headers
 from app.http.jsonld import envelope
 from app.http.links import link
 from app.http.negotiation import current_representation
+from app.http.response_memo import offer
 from app.query import representations
 from app.query.listing import Page
 from app.query.paging import content_range
@@ -30,10 +32,7 @@ from app.resources import ResourceKind
 from app.runtime import current_runtime
 from app.schemas.registry import detail_schema_for, many_schema_for
 
-# Headers that tell a client how fresh the cached state is (documented in the README).
-SEQUENCE_HEADER = "Cache-Sequence"
-CONTACT_HEADER = "Engine-Last-Contact"
-FRESHNESS_HEADER = "Cache-Freshness"
+__all__ = ["CONTACT_HEADER", "FRESHNESS_HEADER", "SEQUENCE_HEADER"]   # where the dashboard reads them
 
 
 def base_path() -> str:
@@ -58,12 +57,8 @@ def encoded_document(data: bytes, *, status: int = 200, content_type: str | None
 
 
 def with_freshness(response: Response) -> Response:
-    fresh = current_runtime().cache.freshness
-    response.headers[SEQUENCE_HEADER] = str(fresh.seq)
-    if fresh.last_contact is not None:
-        response.headers[CONTACT_HEADER] = datetime.fromtimestamp(fresh.last_contact, UTC).isoformat(
-            timespec="milliseconds").replace("+00:00", "Z")
-    response.headers[FRESHNESS_HEADER] = "live" if fresh.connected and fresh.synced else "stale"
+    for name, value in freshness_headers(current_runtime().cache.freshness):
+        response.headers[name] = value
     return response
 
 
@@ -89,6 +84,7 @@ def collection(kind: ResourceKind, page: Page, *, paged: bool = True) -> Respons
         response.headers["Accept-Ranges"] = "items"
         for value in _paging_links(page):
             response.headers.add("Link", value)
+    offer()
     return with_freshness(response)
 
 
@@ -106,6 +102,8 @@ def detail(entry: Entry, extra: dict[str, Any] | None = None) -> Response:
     modified = last_modified(cache, entry)
     if modified is not None:
         response.last_modified = modified
+    if not extra:
+        offer()
     return with_freshness(response)
 
 
