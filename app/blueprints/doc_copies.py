@@ -29,26 +29,33 @@ def copy_doc(value: Any, memo: dict[int, Any] | None = None) -> Any:
 
     dicts, lists and tuples are copied here (the memo keeps aliases aliased, as deepcopy does); any other
     object goes to ``copy.deepcopy`` with the same memo."""
-    kind = type(value)
-    if kind in _ATOMIC:
+    if type(value) in _ATOMIC:
         return value
-    memo = {} if memo is None else memo
+    return _copy(value, {} if memo is None else memo)
+
+
+def _copy(value: Any, memo: dict[int, Any]) -> Any:
+    """:func:`copy_doc` of a non-atomic value; atomic members are taken as they are without a call
+    (most of a document is strings: a call per string was most of the copying time)."""
     known = memo.get(id(value), memo)
     if known is not memo:
         return known
+    kind = type(value)
+    atomic = _ATOMIC
     if kind is dict:
         result: Any = {}
         memo[id(value)] = result
         for key, item in value.items():
-            result[copy_doc(key, memo)] = copy_doc(item, memo)
+            result[key if type(key) in atomic else _copy(key, memo)] = \
+                item if type(item) in atomic else _copy(item, memo)
         return result
     if kind is list:
         result = []
         memo[id(value)] = result
-        result.extend(copy_doc(item, memo) for item in value)
+        result.extend(item if type(item) in atomic else _copy(item, memo) for item in value)
         return result
     if kind is tuple:
-        items = tuple(copy_doc(item, memo) for item in value)
+        items = tuple(item if type(item) in atomic else _copy(item, memo) for item in value)
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if isinstance(value, Schema):
         return value
