@@ -26,6 +26,7 @@ from app.config import Settings, load_settings
 from app.dashboard import init_dashboard
 from app.http import init_http
 from app.http.admission import init_admission
+from app.http.app_class import ShoalFlask
 from app.http.auth import init_auth
 from app.http.formats import FormatExtensions
 from app.http.mount import BasePath
@@ -48,7 +49,7 @@ def create_app(settings: Settings | None = None, *, configure_logging: bool = Tr
     settings = settings or load_settings()
     if configure_logging:
         logging.config.dictConfig(dict_config(settings.log_level, settings.log_format))
-    app = Flask(__name__, template_folder=str(_ROOT / "templates"), static_folder=str(_ROOT / "static"))
+    app = ShoalFlask(__name__, template_folder=str(_ROOT / "templates"), static_folder=str(_ROOT / "static"))
     app.config.update(
         SHOAL_BASE_PATH=settings.base_path,
         API_TITLE="Shoal", API_VERSION=VERSION, OPENAPI_VERSION="3.1.0",

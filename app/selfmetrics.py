@@ -110,28 +110,37 @@ def init_self_metrics(app: Flask) -> None:
     def _start_timer() -> None:
         g.request_started = time.perf_counter()
 
+    observers: dict[tuple[str | None, str, int], Callable[[float | None], None]] = {}
+
     @app.after_request
     def _observe(response: Response) -> Response:
         started = g.get("request_started")
-        route = route_label(request.url_rule.rule if request.url_rule is not None else None)
-        method = method_label(request.method)
-        metrics.requests.labels(route, method, str(response.status_code)).inc()
-        if isinstance(started, float):
-            metrics.latency.labels(route, method).observe(time.perf_counter() - started)
+        key = (request.url_rule.rule if request.url_rule is not None else None, method_label(request.method),
+               response.status_code)
+        observe = observers.get(key)
+        if observe is None:   # label children looked up once per route, method and status (bounded: rules)
+            observe = observers[key] = _observer(metrics, key[0], key[1], str(key[2]))
+        observe(time.perf_counter() - started if isinstance(started, float) else None)
         return response
 
 
-def request_observer(app: Flask, rule: str | None, method: str, status: str) -> Callable[[float], None]:
-    """Count and time one more request of ``rule`` without the label lookups (``app.http.response_memo``:
-    its answers are made outside Flask's hooks)."""
-    _, metrics = app.extensions[_KEY]
+def _observer(metrics: _RequestMetrics, rule: str | None, method: str,
+              status: str) -> Callable[[float | None], None]:
     route, method = route_label(rule), method_label(method)
     counted, timed = metrics.requests.labels(route, method, status), metrics.latency.labels(route, method)
 
-    def observe(seconds: float) -> None:
+    def observe(seconds: float | None) -> None:
         counted.inc()
-        timed.observe(seconds)
+        if seconds is not None:
+            timed.observe(seconds)
     return observe
+
+
+def request_observer(app: Flask, rule: str | None, method: str, status: str) -> Callable[[float | None], None]:
+    """Count and time one more request of ``rule`` without the label lookups (``app.http.response_memo``:
+    its answers are made outside Flask's hooks)."""
+    _, metrics = app.extensions[_KEY]
+    return _observer(metrics, rule, method, status)
 
 
 def register_collector(app: Flask, collector: Collector) -> None:
