@@ -20,6 +20,7 @@ from app.http.paths import is_meta
 from app.runtime import runtime_of
 
 _KEY = "shoal.auth"
+PREMADE_KEY = "shoal.auth.premade"   # environ: an Identity or the provider's refusal, made once per request
 # /mcp checks its bearer token itself (app.oauth.bearer); /oauth/ and /.well-known/ are the authorization
 # server's, whose consent page authenticates the human itself.
 BYPASS_PREFIXES = ("/-/", "/api", "/auth/", "/assets/", "/mcp", "/oauth/", "/.well-known/")
@@ -42,8 +43,14 @@ def authenticate_now() -> Identity:
         return identity
     from flask import current_app
 
+    made = request.environ.pop(PREMADE_KEY, None)   # the response memo authenticated this request already
     try:
-        identity = provider_of(current_app).authenticate(request)
+        if isinstance(made, Identity):
+            identity = made
+        elif isinstance(made, (AuthenticationFailed, ProviderRefused, LoginRequired)):
+            raise made
+        else:
+            identity = provider_of(current_app).authenticate(request)
     except AuthenticationFailed as failure:
         headers = {"WWW-Authenticate": failure.challenge} if failure.challenge else None
         raise ProblemError("AUT001", detail=failure.detail, headers=headers) from None

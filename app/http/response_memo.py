@@ -12,11 +12,12 @@ still writes its access line.
 
 Which answers: only those a view offers (:func:`offer`: the resource details and collections, through
 ``app.http.respond``) to a plain ``GET`` that the memo let through, and only a 200 JSON document without
-cookies, ``no-store`` or ``Content-Range``. Which requests: auth mode ``none`` (every caller is the same
-anonymous identity; with authentication, the identity would have to be proven again per request: not
-memoised yet) and no header that changes the answer beyond the key: conditionals (``If-*``: the 304 logic
-stays in one place), ``Range``, ``Origin`` (CORS), stream and fragment headers. The key is the raw path,
-query string, ``Accept``, the forwarded proto/host/prefix and the URL scheme. Bounded: at most
+cookies, ``no-store`` or ``Content-Range``. Which requests: auth modes ``none``, ``headers`` and ``cert``
+(the caller is proven per request by the mode's own provider, as the long way does, and the identity is
+part of the key; ``oidc`` reads a session cookie and goes the long way), and no header that changes the
+answer beyond the key: conditionals (``If-*``: the 304 logic stays in one place), ``Range``, ``Origin``
+(CORS), cookies, stream and fragment headers. The key is the raw path, query string, ``Accept``, the
+forwarded proto/host/prefix, the URL scheme and the identity. Bounded: at most
 :data:`MAX_ENTRIES` answers and :data:`MAX_BYTES` of bodies, oldest first out.
 """
 
@@ -29,9 +30,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Flask, request
+from werkzeug.wrappers import Request
 
+from app.auth.identity import AuthenticationFailed, Identity, LoginRequired, ProviderRefused
 from app.cache.entries import Entry
 from app.http.admission import Busy, gate_of
+from app.http.auth import BYPASS_PREFIXES, PREMADE_KEY, provider_of
 from app.http.freshness import freshness_headers
 from app.http.issued_tags import issued_tags, written_object
 from app.http.request_id import HEADER as REQUEST_ID
@@ -48,7 +52,7 @@ _OFFER = "shoal.memo.offer"
 # Request headers whose presence sends the request the long way (their meaning is not in the key).
 _BYPASS_HEADERS = ("HTTP_IF_NONE_MATCH", "HTTP_IF_MODIFIED_SINCE", "HTTP_IF_MATCH", "HTTP_IF_UNMODIFIED_SINCE",
                    "HTTP_IF_RANGE", "HTTP_RANGE", "HTTP_ORIGIN", "HTTP_LAST_EVENT_ID", "HTTP_SHOAL_FRAGMENT",
-                   "HTTP_COOKIE", "HTTP_AUTHORIZATION")
+                   "HTTP_COOKIE")
 # Response headers made per request: never stored.
 _PER_REQUEST = frozenset({"request-id", "cache-sequence", "engine-last-contact", "cache-freshness"})
 _JSON_TYPES = ("application/json", "application/ld+json")
@@ -93,7 +97,7 @@ class ResponseMemo:
         self.inner = inner
         self._app = app
         self._runtime = runtime
-        self._answers: OrderedDict[tuple[str, ...], Answer] = OrderedDict()
+        self._answers: OrderedDict[tuple[object, ...], Answer] = OrderedDict()
         self._bytes = 0
         self._policy: object = None
         self._generation = 0
@@ -121,20 +125,41 @@ class ResponseMemo:
         self.misses += 1
         return self._compute(key, environ, start_response)
 
-    def _key(self, environ: dict[str, Any]) -> tuple[str, ...] | None:
-        if environ.get("REQUEST_METHOD") != "GET" or self._runtime.settings.auth_mode != "none":
+    def _key(self, environ: dict[str, Any]) -> tuple[object, ...] | None:
+        mode = self._runtime.settings.auth_mode
+        if environ.get("REQUEST_METHOD") != "GET" or mode == "oidc":
             return None
         for header in _BYPASS_HEADERS:
             if header in environ:
                 return None
-        if not self._runtime.cache.freshness.synced:
+        path = environ.get("PATH_INFO", "")
+        base = self._runtime.settings.base_path
+        if path.removeprefix(base).startswith(BYPASS_PREFIXES) or not self._runtime.cache.freshness.synced:
+            return None   # never offered (/-/..., /api...), and not authenticated by the long way either
+        identity = None if mode == "none" else self._identity(environ)
+        if mode != "none" and identity is None:
             return None
-        return (environ.get("SCRIPT_NAME", ""), environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""),
+        return (environ.get("SCRIPT_NAME", ""), path, environ.get("QUERY_STRING", ""),
                 environ.get("HTTP_ACCEPT", ""), environ.get("HTTP_X_FORWARDED_PROTO", ""),
                 environ.get("HTTP_X_FORWARDED_HOST", ""), environ.get("HTTP_X_FORWARDED_PREFIX", ""),
-                environ.get("wsgi.url_scheme", ""))
+                environ.get("wsgi.url_scheme", ""), identity)
 
-    def _compute(self, key: tuple[str, ...], environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+    def _identity(self, environ: dict[str, Any]) -> Identity | None:
+        """The caller, proven as the long way proves it (headers from a trusted proxy, a client certificate),
+        and handed to it (``PREMADE_KEY``) so a request is authenticated once; None when refused."""
+        try:
+            identity = provider_of(self._app).authenticate(Request(environ))
+        except (AuthenticationFailed, ProviderRefused, LoginRequired) as refusal:
+            environ[PREMADE_KEY] = refusal
+            return None
+        environ[PREMADE_KEY] = identity
+        try:
+            hash(identity)
+        except TypeError:
+            return None
+        return identity
+
+    def _compute(self, key: tuple[object, ...], environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
         environ[_ELIGIBLE] = True
         seen: dict[str, Any] = {}
 
@@ -176,7 +201,7 @@ class ResponseMemo:
                 kept.append((name, value))
         return kept
 
-    def _store(self, key: tuple[str, ...], answer: Answer) -> None:
+    def _store(self, key: tuple[object, ...], answer: Answer) -> None:
         self._answers[key] = answer
         self._bytes += len(answer.body)
         while len(self._answers) > MAX_ENTRIES or self._bytes > MAX_BYTES:

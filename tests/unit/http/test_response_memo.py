@@ -3,6 +3,7 @@ bytes, exactly as Flask would answer it, until the cache changes; everything els
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -161,16 +162,50 @@ def test_a_policy_reload_clears_the_memo(harness: Harness, monkeypatch: pytest.M
     assert memo.hits == hits
 
 
-def test_with_authentication_nothing_is_memoised() -> None:
+@pytest.fixture
+def proxied() -> Iterator[Harness]:
     built = build_harness(FakeEngine(cluster()), auth_mode="headers", headers_subject="X-User",
-                          trusted_proxies=("127.0.0.1/32",))
+                          headers_groups="X-Groups", trusted_proxies=("127.0.0.1/32",))
     built.start()
-    try:
-        client = built.app.test_client()
-        memo = memo_of(client)
+    yield built
+    built.stop()
+
+
+def test_behind_an_authenticating_proxy_the_identity_is_part_of_the_key(proxied: Harness) -> None:
+    client = proxied.app.test_client()
+    memo = memo_of(client)
+    alice = {"X-User": "alice", "X-Groups": "ops"}
+    first = client.get("/services", headers=alice)
+    hits = memo.hits
+    again = client.get("/services", headers=alice)
+    assert memo.hits == hits + 1 and again.get_data() == first.get_data()
+    assert "Authorization" in again.headers["Vary"]
+    client.get("/services", headers={"X-User": "bob"})        # another caller: computed for them
+    assert memo.hits == hits + 1
+    client.get("/services", headers={"X-User": "alice", "X-Groups": "dev"})   # other groups: other grants
+    assert memo.hits == hits + 1
+
+
+def test_a_refused_caller_is_refused_once_per_request_and_never_served(proxied: Harness,
+                                                                       caplog: pytest.LogCaptureFixture) -> None:
+    client = proxied.app.test_client()
+    memo = memo_of(client)
+    client.get("/services", headers={"X-User": "alice"})
+    client.get("/services", headers={"X-User": "alice"})
+    hits = memo.hits
+    with caplog.at_level("INFO"):
         for _ in range(3):
-            assert client.get("/services", headers={"X-User": "alice"}).status_code == 200
             assert client.get("/services").status_code == 401
-        assert memo.hits == 0
-    finally:
-        built.stop()
+            assert client.get("/services", headers={"X-User": "alice"},
+                              environ_base={"REMOTE_ADDR": "10.9.9.9"}).status_code == 401
+    assert memo.hits == hits
+    refusals = [r for r in caplog.records if "authentication refused" in r.getMessage()]
+    assert len(refusals) == 6, [r.getMessage() for r in refusals]
+
+
+def test_health_probes_are_not_authenticated_by_the_memo(proxied: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    client = proxied.app.test_client()
+    with caplog.at_level("INFO"):
+        for _ in range(3):
+            assert client.get("/-/health").status_code == 200
+    assert not [r for r in caplog.records if "authentication refused" in r.getMessage()]
