@@ -29,8 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask, request
-from werkzeug.wrappers import Request
+from flask import Flask, Request, request
 
 from app.auth.identity import AuthenticationFailed, Identity, LoginRequired, ProviderRefused
 from app.cache.entries import Entry
