@@ -18,8 +18,16 @@ from typing import Any
 from flask_smorest import arguments, blueprint, etag, pagination, response
 from marshmallow import Schema
 
-# The flask-smorest modules whose decorators copy a view's documentation with ``deepcopy``.
-_COPYING_MODULES: tuple[ModuleType, ...] = (arguments, blueprint, etag, pagination, response)
+# flask-smorest's decorators that copy a view's documentation so as to add to it (and only add: they set a
+# key of the document or of its "response", "responses", "arguments" members, or append to one of their lists).
+_DECORATOR_MODULES: tuple[ModuleType, ...] = (arguments, etag, pagination, response)
+# blueprint.py copies too in ``doc`` (which deep-merges into its copy) and at registration (apispec then
+# rewrites the copy in place): everything but the schemas is copied there.
+_COPYING_MODULES: tuple[ModuleType, ...] = (*_DECORATOR_MODULES, blueprint)
+# How deep a decorator's additions reach: the document (1), "response" (2), "responses" (3), the list of one
+# status (4). Containers down to there are copied, what they hold (a response's or a parameter's own
+# documentation) is shared with the wrapped function's document, which nothing changes.
+SPINE_DEPTH = 4
 # What copy.deepcopy returns as is (its _deepcopy_atomic); checked first: most of a document is strings.
 _ATOMIC = frozenset({str, int, float, bool, type(None), bytes, type})
 
@@ -62,10 +70,24 @@ def _copy(value: Any, memo: dict[int, Any]) -> Any:
     return copy.deepcopy(value, memo)
 
 
+def copy_spine(value: Any, memo: dict[int, Any] | None = None, depth: int = SPINE_DEPTH) -> Any:
+    """A decorator's copy of a view's document: the dicts and lists of its top ``depth`` levels are new,
+    everything below is the wrapped function's own (a dozen stacked decorators copied a write view's
+    request and response schemas a dozen times)."""
+    kind = type(value)
+    if depth <= 0 or (kind is not dict and kind is not list):
+        return value
+    if kind is dict:
+        return {key: copy_spine(item, None, depth - 1) for key, item in value.items()}
+    return [copy_spine(item, None, depth - 1) for item in value]
+
+
 def share_schemas_in_doc_copies() -> None:
-    """Make flask-smorest's documentation copies :func:`copy_doc` (idempotent; before any decorator runs)."""
+    """Install the copies in flask-smorest (idempotent; before any decorator runs)."""
     for module in _COPYING_MODULES:
-        if getattr(module, "deepcopy", None) not in (copy.deepcopy, copy_doc):
+        if getattr(module, "deepcopy", None) not in (copy.deepcopy, copy_doc, copy_spine):
             raise RuntimeError(f"{module.__name__} no longer copies with copy.deepcopy: review app.blueprints."
                                "doc_copies against this flask-smorest version")
-        module.deepcopy = copy_doc  # type: ignore[attr-defined]
+    for module in _DECORATOR_MODULES:
+        module.deepcopy = copy_spine  # type: ignore[attr-defined]
+    blueprint.deepcopy = copy_doc
