@@ -8,13 +8,13 @@ Why not celpy's evaluator
     closures over the precomputed activation dict (every field present: ``""``/``0`` when unset). A
     typical filter costs 0.1 to 0.3 µs per item (``bench/bench_filter.py``). Compiled predicates are
     cached by (expression, kind) in an LRU bounded in entries and estimated bytes (``MAX_CACHED_FILTERS``,
-    ``MAX_CACHED_BYTES``); compiling takes 1 to 5 ms (celpy's grammar, about 80 ms to build, is built
-    at import). Sub-expressions without fields are folded at compile time, ``field <op> literal`` and
-    ``field in [literals]`` become single closures, and ``matches`` with a constant pattern memoises its
-    answer per distinct text (at most 4096 texts and ``MEMO_BYTES`` per predicate: the only mutable
-    state, and it hangs off a cached predicate). RE2 programs come from ``app.query.regex_cache``
-    (compiled under a 512 KiB memory budget, cached by pattern); evaluation runs under the request's
-    ``app.query.budget`` (see ``app.query.listing``).
+    ``MAX_CACHED_BYTES``); compiling takes 1 to 5 ms (celpy's grammar, about 90 ms to build, is built
+    at import, or read back from ``__pycache__`` in 5 ms: ``cel_parser``). Sub-expressions without
+    fields are folded at compile time, ``field <op> literal`` and ``field in [literals]`` become single
+    closures, and ``matches`` with a constant pattern memoises its answer per distinct text (at most 4096
+    texts and ``MEMO_BYTES`` per predicate: the only mutable state, and it hangs off a cached predicate).
+    RE2 programs come from ``app.query.regex_cache`` (compiled under a 512 KiB memory budget, cached by
+    pattern); evaluation runs under the request's ``app.query.budget`` (see ``app.query.listing``).
 
 Supported language (a statically typed subset of CEL)
     - Literals: int (decimal, hex, ``-`` sign), uint (``1u``), double, string (single, double and
@@ -67,11 +67,19 @@ or the request's work ran over its budget (``app.query.budget``).
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import logging
+import os
 import re
+import sys
+import tempfile
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
+import lark
+from celpy import celparser
 from celpy.celparser import CELParseError, CELParser
-from lark import Token, Tree
+from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from app.errors import ProblemError
@@ -220,10 +228,60 @@ def _restore_bool_positions(tree: Tree[Token], tokens: list[Token]) -> None:
             children[index] = token
 
 
-# celpy keeps one lark parser per process and builds it (about 80 ms) in the first ``CELParser()``. Building it
-# here, at import, keeps that off the first filtered request. Safe under gunicorn: without preload_app the
-# worker imports this module after the fork, and the parser is plain Python objects (no threads, no I/O).
-_PARSER = CELParser()
+log = logging.getLogger(__name__)
+
+
+def tables_path(directory: Path = Path(__file__).parent / "__pycache__") -> Path:
+    """Where the lark parser's tables are kept: beside this module's bytecode, named after everything the
+    tables depend on (celpy's grammar and the options its parser module gives lark, lark, Python), so
+    tables of another version are never read."""
+    celpy_dir = Path(celparser.__file__).parent
+    sources = (celpy_dir / "cel.lark").read_bytes() + (celpy_dir / "celparser.py").read_bytes()
+    key = hashlib.sha256(sources + f"{lark.__version__} {sys.implementation.cache_tag}".encode()).hexdigest()
+    return directory / f"cel-lark.{sys.implementation.cache_tag}.{key[:16]}.pickle"
+
+
+def cel_parser(tables: Path | None = None) -> CELParser:
+    """celpy's parser, its lark tables read from ``tables`` when they are there, else built and written there.
+
+    celpy keeps one lark parser per process and builds it in the first ``CELParser()``: about 90 ms of LALR
+    analysis, a tenth of a worker's start. Read back (``Lark.load``) it takes 5 ms. The file is written as
+    Python writes bytecode (not under ``PYTHONDONTWRITEBYTECODE``; atomically; failures ignored) in the
+    package's own ``__pycache__``: as trusted as the bytecode beside it, which is why it may be a pickle."""
+    tables = tables_path() if tables is None else tables
+    if CELParser.CEL_PARSER is None:
+        with contextlib.suppress(OSError), tables.open("rb") as source:
+            try:
+                CELParser.CEL_PARSER = Lark.load(source)
+            except Exception:   # a torn or foreign file: build the tables instead
+                log.warning("unreadable CEL parser tables, building them", extra={"path": str(tables)})
+        if CELParser.CEL_PARSER is None:
+            parser = CELParser()
+            if not sys.dont_write_bytecode:
+                _write_tables(parser, tables)
+            return parser
+    return CELParser()
+
+
+def _write_tables(parser: CELParser, tables: Path) -> None:
+    built = CELParser.CEL_PARSER
+    assert built is not None
+    with contextlib.suppress(OSError):
+        tables.parent.mkdir(exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=tables.parent, prefix=tables.name, suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as target:
+                built.save(target)
+            os.chmod(temporary, Path(__file__).stat().st_mode & 0o666)   # as Python's bytecode files
+            os.replace(temporary, tables)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+
+
+# Built (or read) here, at import, to keep it off the first filtered request. Safe under gunicorn: without
+# preload_app the worker imports this module after the fork, and the parser is plain Python objects.
+_PARSER = cel_parser()
 
 
 def _parse(text: str, original: str) -> Tree[Token]:
