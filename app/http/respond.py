@@ -21,6 +21,7 @@ from app.cache.entries import Entry
 from app.cache.store import Cache
 from app.http.acl_read import read_filter
 from app.http.conditional import parse_engine_time
+from app.http.encoded_items import EncodedItems, joined_page
 from app.http.freshness import CONTACT_HEADER, FRESHNESS_HEADER, SEQUENCE_HEADER, freshness_headers
 from app.http.jsonld import envelope
 from app.http.links import link
@@ -33,6 +34,7 @@ from app.resources import ResourceKind
 from app.runtime import current_runtime
 from app.schemas.registry import detail_schema_for, many_schema_for
 
+_ITEMS_KEY = "shoal.encoded_items"
 __all__ = ["CONTACT_HEADER", "FRESHNESS_HEADER", "SEQUENCE_HEADER"]   # where the dashboard reads them
 
 
@@ -69,6 +71,13 @@ def with_freshness(response: Response) -> Response:
     return response
 
 
+def encoded_items() -> EncodedItems:
+    kept = current_app.extensions.get(_ITEMS_KEY)
+    if not isinstance(kept, EncodedItems):
+        kept = current_app.extensions[_ITEMS_KEY] = EncodedItems()
+    return kept
+
+
 def _framed_item(kind: ResourceKind, data: dict[str, Any], object_id: str, base: str) -> dict[str, Any]:
     return {"@id": base + representations.path_of(kind, object_id), "@type": kind.spec.jsonld_type, **data}
 
@@ -78,11 +87,15 @@ def collection(kind: ResourceKind, page: Page, *, paged: bool = True) -> Respons
     or service (``limit`` = ``total``), which get no paging Links and ignore Range."""
     cache, base, version = current_runtime().cache, base_path(), current_representation().version
     visible = read_filter()
-    items = [_framed_item(kind, representations.item(cache, e, visible), e.id, base) for e in page.items]
-    body = envelope(base, request.path, "Collection")
-    body.update(items=many_schema_for(kind, version).dump(items), total=page.total, limit=page.limit,
-                offset=page.offset)
-    response = document(body, status=206 if page.partial_range else 200)
+    head = envelope(base, request.path, "Collection")
+    tail = {"total": page.total, "limit": page.limit, "offset": page.offset}
+    if visible is None:
+        encoded = encoded_items().encoded(cache, kind, page.items, version, base, _framed_item, encode)
+        data = joined_page(encode(head), encoded, tail, encode)
+    else:
+        items = [_framed_item(kind, representations.item(cache, e, visible), e.id, base) for e in page.items]
+        data = encode({**head, "items": many_schema_for(kind, version).dump(items), **tail})
+    response = encoded_document(data, status=206 if page.partial_range else 200)
     if page.partial_range:
         response.headers["Content-Range"] = content_range(page.offset, len(page.items), page.total)
     placeholder = "{" + kind.spec.id_placeholder + "}"
