@@ -146,6 +146,7 @@ STOP_BUDGET = 4.0
 keepalive = 5
 preload_app = False
 logconfig_dict = dict_config(_settings.log_level, _settings.log_format)
+logger_class = "app.logconfig.AccessLogger"   # the access line in gunicorn's format, made without the atoms dict
 certfile = _settings.tls_cert      # None unless both tls.cert and tls.key are set (checked by load_settings)
 keyfile = _settings.tls_key
 if _settings.auth_mode == "cert":   # mTLS (app.auth.cert): a presented client certificate must chain to
