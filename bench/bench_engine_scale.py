@@ -20,7 +20,14 @@ once the cache holds them:
 4. task-state visibility: ``--changes`` times, kill the container of a small real service's task and time
    from the engine showing the task's new state (polled directly, every 10 ms) to Shoal's ``/tasks/{id}``
    showing it (polled every 10 ms); once idle, once with 200 keep-alive clients loading lists from a
-   separate process on 127.0.0.1.
+   separate process on 127.0.0.1;
+5. mass changes: scale the big service ``--tasks`` → ``--tasks``/10 → ``--tasks`` and time from the engine
+   settling on its new task count (listed directly every ~0.3 s, unchanged for 5 s) to Shoal's
+   ``GET /tasks?filter=service == "<id>"`` showing the same ``total`` (and from the scale command), while
+   the detail client runs: its requests over 50 ms there are the stalls of applying thousands of changes.
+
+``stalls_over_50ms`` sums the detail requests over 50 ms of every phase (idle, under load, mass changes).
+``--phases`` runs a subset (e.g. ``detail,idle,mass``) for quicker comparisons.
 
 Every loop is bounded; only 127.0.0.1 and the lab's unix socket are contacted. Results: JSON to ``--out``
 (merged under ``--label``) and a summary on stdout.
@@ -174,13 +181,15 @@ def stats(samples: list[float]) -> dict[str, float]:
             "p99_ms": round(percentile(samples, 99) * 1000, 1), "max_ms": round(max(samples) * 1000, 1)}
 
 
-def detail_latency(base: str, task_id: str, service_id: str, seconds: float) -> dict[str, Any]:
+def detail_latency(base: str, task_id: str, service_id: str, seconds: float,
+                   stop: threading.Event | None = None) -> dict[str, Any]:
+    """``seconds`` of alternating detail requests (with ``stop``: until it is set, at most 600 s)."""
     session = requests.Session()
     samples: list[float] = []
     urls = [f"{base}/tasks/{task_id}", f"{base}/services/{service_id}"]
-    deadline = time.monotonic() + seconds
+    deadline = time.monotonic() + (600 if stop is not None else seconds)
     i = 0
-    while time.monotonic() < deadline and i < 1_000_000:
+    while time.monotonic() < deadline and i < 1_000_000 and not (stop is not None and stop.is_set()):
         started = time.monotonic()
         try:
             response = session.get(urls[i % 2], timeout=10)
@@ -189,6 +198,9 @@ def detail_latency(base: str, task_id: str, service_id: str, seconds: float) -> 
             i += 1
             continue
         samples.append(time.monotonic() - started)
+        if response.status_code == 404 and stop is not None:   # the task was removed by a scale-down
+            i += 1
+            continue
         if response.status_code != 200:
             raise SystemExit(f"{urls[i % 2]} answered {response.status_code}")
         i += 1
@@ -246,6 +258,84 @@ def visibility(api: docker.APIClient, base: str, probe: str, changes: int) -> di
     return {**stats(lags), "misses": misses}
 
 
+def engine_task_count(api: docker.APIClient, service_id: str) -> int:
+    """The engine's task count of the service, counted in the raw body: decoding 6.8 MB here held this
+    process's GIL ~150 ms, which the detail thread beside it then reported as Shoal's latency."""
+    response = api._get(api._url("/tasks"), params={"filters": json.dumps({"service": [service_id]})})
+    api._raise_for_status(response)
+    return response.content.count(b'"ServiceID":')
+
+
+def shoal_task_total(session: requests.Session, base: str, service_id: str) -> int | None:
+    try:
+        response = session.get(f"{base}/tasks", params={"filter": f'service == "{service_id}"', "limit": 1},
+                               timeout=10)
+    except requests.RequestException:
+        return None
+    return int(response.json()["total"]) if response.status_code == 200 else None
+
+
+def run_start(samples: list[tuple[float, int]]) -> float:
+    """When the samples' last value began its current run (the engine's count settled there)."""
+    start = samples[-1][0]
+    for at, value in reversed(samples):
+        if value != samples[-1][1]:
+            break
+        start = at
+    return start
+
+
+def mass_change(api: docker.APIClient, base: str, service_id: str, replicas: int, detail: tuple[str, str],
+                settle_s: float = 5.0, timeout: float = 240.0) -> dict[str, Any]:
+    """Scale ``service_id`` to ``replicas``; time the engine settling and Shoal matching its task count."""
+    spec = api.inspect_service(service_id)
+    t0 = time.monotonic()
+    api.update_service(service_id, version=spec["Version"]["Index"], task_template=spec["Spec"]["TaskTemplate"],
+                       mode={"Replicated": {"Replicas": replicas}}, name=spec["Spec"]["Name"])
+    shoal: list[tuple[float, int | None]] = []   # (time, Shoal's total), every ~20 ms
+    stop = threading.Event()
+    latencies: dict[str, Any] = {}
+
+    def watch_shoal() -> None:
+        session = requests.Session()
+        while not stop.is_set() and time.monotonic() - t0 < timeout + 120:
+            shoal.append((time.monotonic(), shoal_task_total(session, base, service_id)))
+            time.sleep(0.02)
+
+    def details() -> None:
+        latencies.update(detail_latency(base, detail[0], detail[1], 0, stop=stop))
+
+    threads = [threading.Thread(target=watch_shoal), threading.Thread(target=details)]
+    for thread in threads:
+        thread.start()
+    try:
+        engine: list[tuple[float, int]] = []
+        engine_at = t0
+        while time.monotonic() - t0 < timeout:
+            engine.append((time.monotonic(), engine_task_count(api, service_id)))
+            engine_at = run_start(engine)
+            moved = any(n != engine[0][1] for _, n in engine)
+            if engine[-1][0] - engine_at >= settle_s and (moved or engine[-1][0] - t0 >= 60):
+                break
+            time.sleep(0.2)
+        final = engine[-1][1]
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (shoal and shoal[-1][1] == final):
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+    last_differing = max((t for t, n in shoal if n != final), default=t0)
+    matched = [t for t, n in shoal if n == final and t > last_differing]
+    shoal_at = matched[0] if matched else None
+    return {"replicas": replicas, "engine_final_tasks": final,
+            "engine_settled_s": round(engine_at - t0, 2),
+            "shoal_matched_s": None if shoal_at is None else round(shoal_at - t0, 2),
+            "visibility_after_engine_s": None if shoal_at is None else round(max(0.0, shoal_at - engine_at), 2),
+            "detail": latencies}
+
+
 LOAD_SCRIPT = r"""
 import sys, time, gevent
 from gevent import monkey; monkey.patch_all()
@@ -290,6 +380,8 @@ def main() -> None:
     parser.add_argument("--idle-seconds", type=float, default=60)
     parser.add_argument("--changes", type=int, default=20)
     parser.add_argument("--load-clients", type=int, default=200)
+    parser.add_argument("--phases", default="detail,idle,visibility,load,mass",
+                        help="comma-separated subset of detail,idle,visibility,load,mass")
     parser.add_argument("--keep", action="store_true", help="leave the big service in place")
     parser.add_argument("--reuse", action="store_true", help="reuse an existing big service (no RSS baseline)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "engine_scale.json")
@@ -317,7 +409,7 @@ def measure(args: argparse.Namespace, host: str, api: docker.APIClient, cgroup: 
         remove_service(api, BIG)
     probe = create_probe(api)
     running_task(api, probe)
-    log_path = Path(f"/tmp/lab-scale/bench-{args.label}.log")
+    log_path = Path(f"{LAB_DIR}/bench-{args.label}.log")
     proc, base = start_server(args.repo, host, log_path)
     try:
         pid = worker_pid(proc.pid)
@@ -337,27 +429,43 @@ def measure(args: argparse.Namespace, host: str, api: docker.APIClient, cgroup: 
                 raise SystemExit("Shoal never showed the big service's tasks")
             time.sleep(0.5)
         time.sleep(5)
-        print("cache holds the big service; measuring detail latency", flush=True)
-        result["detail"] = detail_latency(base, big_task, probe, args.detail_seconds)
-        print("detail", result["detail"], flush=True)
-        result["loadavg_idle"] = loadavg()
-        result["idle_cpu"] = idle_cpu(pid, cgroup, args.idle_seconds)
-        result["rss_steady_mb"] = round(rss_bytes(pid) / 2**20, 1)
-        result["rss_per_task_kb"] = round((result["rss_steady_mb"] - result["rss_baseline_mb"]) * 1024
-                                          / args.tasks, 2)
-        print("idle", result["idle_cpu"], "rss", result["rss_steady_mb"], flush=True)
-        result["visibility_idle"] = visibility(api, base, probe, args.changes)
-        print("visibility idle", result["visibility_idle"], flush=True)
-        load = with_load(base, args.load_clients, 3600)
-        try:
-            time.sleep(3)
-            result["loadavg_load"] = loadavg()
-            result["visibility_load"] = visibility(api, base, probe, args.changes)
-            print("visibility under load", result["visibility_load"], flush=True)
-            result["detail_load"] = detail_latency(base, big_task, probe, 15)
-        finally:
-            load.kill()
-            load.wait(10)
+        phases = set(args.phases.split(","))
+        print("cache holds the big service; measuring", sorted(phases), flush=True)
+        if "detail" in phases:
+            result["detail"] = detail_latency(base, big_task, probe, args.detail_seconds)
+            print("detail", result["detail"], flush=True)
+        if "idle" in phases:
+            result["loadavg_idle"] = loadavg()
+            result["idle_cpu"] = idle_cpu(pid, cgroup, args.idle_seconds)
+            result["rss_steady_mb"] = round(rss_bytes(pid) / 2**20, 1)
+            result["rss_per_task_kb"] = round((result["rss_steady_mb"] - result["rss_baseline_mb"]) * 1024
+                                              / args.tasks, 2)
+            print("idle", result["idle_cpu"], "rss", result["rss_steady_mb"], flush=True)
+        if "visibility" in phases:
+            result["visibility_idle"] = visibility(api, base, probe, args.changes)
+            print("visibility idle", result["visibility_idle"], flush=True)
+        if "load" in phases:
+            load = with_load(base, args.load_clients, 3600)
+            try:
+                time.sleep(3)
+                result["loadavg_load"] = loadavg()
+                result["visibility_load"] = visibility(api, base, probe, args.changes)
+                print("visibility under load", result["visibility_load"], flush=True)
+                result["detail_load"] = detail_latency(base, big_task, probe, 15)
+            finally:
+                load.kill()
+                load.wait(10)
+        if "mass" in phases:
+            small = max(1, args.tasks // 10)
+            result["mass_down"] = mass_change(api, base, big, small, (big_task, probe))
+            print("mass change down", result["mass_down"], flush=True)
+            kept = api.tasks(filters={"service": big, "desired-state": "running"})
+            result["mass_up"] = mass_change(api, base, big, args.tasks, (kept[0]["ID"] if kept else big_task, probe))
+            print("mass change up", result["mass_up"], flush=True)
+        result["stalls_over_50ms"] = sum(int((result.get(phase) or {}).get("over_50ms", 0)) for phase in
+                                         ("detail", "detail_load")) + sum(
+            int(((result.get(phase) or {}).get("detail") or {}).get("over_50ms", 0))
+            for phase in ("mass_down", "mass_up"))
         result["rss_end_mb"] = round(rss_bytes(pid) / 2**20, 1)
     finally:
         proc.terminate()

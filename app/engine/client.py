@@ -22,6 +22,7 @@ import gc
 import json
 import re
 import time
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -31,6 +32,9 @@ import docker.errors
 import gevent
 import gevent.monkey
 import requests
+import urllib3
+import urllib3.exceptions
+from docker.transport.unixconn import UnixHTTPAdapter
 
 from app.cache.listings import Listing, prepare_listing
 from app.resources import ResourceKind
@@ -113,9 +117,13 @@ class DockerEngine:
             if service_id is None:
                 raise EngineUnavailable(str(exc)) from exc
             raise ServiceGone(service_id) from exc
+        # The result comes back through ``box``, not as the thread's return value: gevent's threadpool keeps
+        # a returned value in a reference cycle (its AsyncResult), so a 10,000-task listing stayed alive
+        # until a collection (~70,000 objects walked on the hub: a 24-85 ms stall after each full listing).
+        box: list[Listing] = []
         with _engine_errors():
-            listing: Listing = gevent.get_hub().threadpool.apply(decode_listing, (body, service_id))
-        return listing
+            gevent.get_hub().threadpool.apply(_decode_into, (box, body, service_id))
+        return box.pop()
 
     def service_counts(self) -> dict[str, tuple[int, int, int]]:
         """Service id → (running, desired, completed) tasks from ``/services?status=true`` (API ≥ 1.41):
@@ -172,11 +180,27 @@ class DockerEngine:
 
     def ping(self, timeout: float) -> None:
         """``GET /_ping`` (a few bytes, no engine lock) within ``timeout`` seconds, connect and read; a frozen
-        engine accepts connections but never answers: EngineUnavailable."""
+        engine accepts connections but never answers: EngineUnavailable.
+
+        It runs every second, so over a local socket it goes straight to the SDK's connection pool: through
+        requests (proxy and netrc look-ups, cookies, hooks) it cost 0.6 ms of CPU, 0.2 ms this way. Other
+        transports (TLS, ssh) keep requests, which applies their settings."""
         api = self._api
-        with _engine_errors():
-            response = api._get(api._url("/_ping"), timeout=timeout)  # type: ignore[attr-defined]
-            api._raise_for_status(response)  # type: ignore[attr-defined]
+        url = api._url("/_ping")  # type: ignore[attr-defined]
+        adapter = api.get_adapter(url)
+        if not isinstance(adapter, UnixHTTPAdapter):
+            with _engine_errors():
+                response = api._get(url, timeout=timeout)  # type: ignore[attr-defined]
+                api._raise_for_status(response)  # type: ignore[attr-defined]
+            return
+        try:
+            answer = adapter.get_connection(url).urlopen(
+                "GET", urllib.parse.urlsplit(url).path, retries=False, redirect=False, preload_content=True,
+                timeout=urllib3.Timeout(connect=timeout, read=timeout))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise EngineUnavailable(f"ping: {exc}") from exc
+        if answer.status >= 400:
+            raise EngineUnavailable(f"ping answered {answer.status}")
 
     def events(self, since: float | None = None) -> EventStream:
         """The event stream: connect timeout only (the SDK opens it with no read timeout; see module doc)."""
@@ -187,6 +211,10 @@ class DockerEngine:
 
     def close(self) -> None:
         self._api.close()
+
+
+def _decode_into(box: list[Listing], body: bytes, service_id: str | None) -> None:
+    box.append(decode_listing(body, service_id))
 
 
 def decode_listing(body: bytes, service_id: str | None = None) -> Listing:

@@ -16,7 +16,14 @@ only the tasks of services something says changed:
   manager, when they start or stop running. An engine client without counts gets a full listing at
   this interval instead (the behaviour before this poller);
 - a full sweep every ``sweep_interval``, the safety net: it catches every change the signals miss (a task
-  on another node moving between states that leave the counts unchanged, e.g. assigned → preparing).
+  on another node moving between states that leave the counts unchanged, e.g. assigned → preparing);
+- a listing that changed ``keep_following`` tasks or more is a mass change still under way (a service
+  scaled by thousands: the engine writes its tasks over seconds, and pending tasks have no containers, so
+  no event announces the rest): its scope is listed again after each of ``moving_follow_ups``, counted from
+  that listing, until a listing changes less. Before, the rest waited for the stretched counts or the
+  sweep: a scale 10,000 → 1,000 → 10,000 matched the engine only after 2.5-49 s;
+- the counts' stretch is capped at ``counts_max_interval``, so a change only the counts see (a task on
+  another node) waits at most that long however busy the engine is.
 
 A listing scoped to a service the engine no longer has is answered 404 while the engine still reaps that
 service's tasks: one full listing shows which remain (it is not a connection failure; treating it as one
@@ -72,7 +79,10 @@ class TaskPollSettings:
     max_services: int = 50                       # more services due at once: one full listing instead
     freeze_heap: bool = False                    # app/heap.settle() after a full or large listing
     counts_cost_share: int = 30                  # the counts wait ≥ 30x their own duration (engine CPU) ...
-    idle_cost_share: int = 60                    # ... 60x after a round in which nothing had changed
+    idle_cost_share: int = 60                    # ... 60x after a round in which nothing had changed ...
+    counts_max_interval: float = 4.0             # ... but never longer than this (unless counts_interval is)
+    keep_following: int = 10                     # a listing changing this many tasks: a mass change under way
+    moving_follow_ups: tuple[float, ...] = (0.5, 1.5, 4.0)   # its scope is listed again after these delays
     apply_step: int = 100                        # objects applied per write (~7 ms); the event loop turns between
     large_listing: int = 1000                    # a listing this long is "bulk" for heap.settle()
 
@@ -86,6 +96,7 @@ class TaskPollStats:
     failures: int = 0
     last_full_duration: float | None = None
     max_apply_seconds: float = 0.0   # the longest time one part of a listing's apply held the hub
+    moving_follow_ups: int = 0       # listings whose many changes re-armed their scope's follow-ups
     listed: dict[str, int] = field(default_factory=dict)   # service id → listings (bounded by services)
 
 
@@ -105,7 +116,7 @@ class TaskPoller:
         self.stats = TaskPollStats()
         self._due: set[str] = set()
         self._full_due = False
-        self._later: dict[str, list[float]] = {}   # service id → follow-up times still to come
+        self._later: dict[str | None, list[float]] = {}   # service id (None: all) → follow-ups to come
         self._counts: Counts | None = None
         now = clock()
         self._next_sweep = now + self.settings.sweep_interval
@@ -121,7 +132,10 @@ class TaskPoller:
         else:
             self._due.add(service_id)
             now = self._clock()
-            self._later[service_id] = [now + delay for delay in self.settings.follow_ups]
+            later = [now + delay for delay in self.settings.follow_ups]
+            # A mass change's longer follow-ups (``moving_follow_ups``) outlast a new hint's.
+            tail = [at for at in self._later.get(service_id, ()) if not later or at > later[-1]]
+            self._later[service_id] = later + tail
         self._wake.set()
 
     def hint_event(self, message: Mapping[str, Any]) -> None:
@@ -171,13 +185,16 @@ class TaskPoller:
         """One round: work out what is due, list it, apply it."""
         now = self._clock()
         due, self._due = self._due, set()
-        for service_id, pending in list(self._later.items()):
+        full = self._full_due or now >= self._next_sweep
+        for scope, pending in list(self._later.items()):
             while pending and pending[0] <= now:
                 pending.pop(0)
-                due.add(service_id)
+                if scope is None:
+                    full = True
+                else:
+                    due.add(scope)
             if not pending:
-                del self._later[service_id]
-        full = self._full_due or now >= self._next_sweep
+                del self._later[scope]
         if not full and self.settings.counts_interval > 0 and now >= self._next_counts:
             changed = self._changed_counts()
             # The counts cost the engine time in proportion to its tasks (56 ms of CPU at 10,000): spend
@@ -185,8 +202,8 @@ class TaskPoller:
             # changes (an idle cluster of 10,000 tasks: ~2.5 % of a core of the engine instead of ~5 %).
             quiet = not changed and not due
             share = self.settings.idle_cost_share if quiet else self.settings.counts_cost_share
-            self._next_counts = self._clock() + max(self.settings.counts_interval,
-                                                    share * (self._clock() - now))
+            stretched = min(share * (self._clock() - now), self.settings.counts_max_interval)
+            self._next_counts = self._clock() + max(self.settings.counts_interval, stretched)
             if changed is None:
                 full = True
             else:
@@ -228,21 +245,29 @@ class TaskPoller:
     def _list(self, service_id: str | None) -> None:
         started = self._clock()
         token = self._cache.write_token()
-        listing = self._fetch(service_id)
-        self._cache.mark_contact()
-        applying = self._clock()
-        changes = self._apply(listing, token, service_id)
-        applied = self._clock()
+        # No automatic collection while the listing lives (app/heap.py): each one walked its ~7 young
+        # objects per task on the hub. Dropped at the end of the block, it is freed by reference counting.
+        with heap.collector_paused():
+            listing = self._fetch(service_id)
+            self._cache.mark_contact()
+            applying = self._clock()
+            changes = self._apply(listing, token, service_id)
+            applied = self._clock()
+            size = len(listing)
+            del listing
         if changes is None:
             self.stats.stale_listings += 1
         if service_id is None or applied - started > 0.5:
-            log.info("task listing", extra={"service": service_id, "tasks": len(listing),
+            log.info("task listing", extra={"service": service_id, "tasks": size,
                                             "changes": changes,
                                             "fetch_ms": round((applying - started) * 1000, 1),
                                             "apply_ms": round((applied - applying) * 1000, 1)})
-        bulk = service_id is None or len(listing) >= self.settings.large_listing
-        del listing
-        if bulk and self.settings.freeze_heap:
+        if changes is not None and changes >= self.settings.keep_following:
+            done = self._clock()
+            self._later[service_id] = [done + delay for delay in self.settings.moving_follow_ups]
+            self.stats.moving_follow_ups += 1
+        bulk = service_id is None or size >= self.settings.large_listing
+        if (bulk or (changes or 0) >= self.settings.large_listing) and self.settings.freeze_heap:
             heap.settle()
         if service_id is None:
             self.stats.full_listings += 1
@@ -260,12 +285,16 @@ class TaskPoller:
         pending = self._cache.start_listing(ResourceKind.TASK, listing, token, service_id=service_id)
         if pending is None:
             return None
-        count = parts = 0
+        # Thousands of differences (a mass change): freeze the listing now and each part after it, so
+        # nothing walks the whole write at once (the collector is paused meanwhile: _list).
+        bulk = self.settings.freeze_heap and pending.remaining >= self.settings.large_listing
+        if bulk:
+            heap.freeze_live()
+        count = 0
         while True:
             count += len(pending.step(self.settings.apply_step))
-            parts += 1
-            if self.settings.freeze_heap and parts % 5 == 0:
-                heap.freeze_young()   # a 10,000-task write would otherwise meet full collections of itself
+            if bulk:
+                heap.freeze_young()
             self.stats.max_apply_seconds = max(self.stats.max_apply_seconds, self._clock() - started)
             if pending.done:
                 return count

@@ -237,11 +237,12 @@ class Watcher:
         with self._sync_lock:
             started = time.monotonic()
             token = self._cache.write_token()
-            snapshot = {kind: self.client.list(kind) for kind in ENGINE_KINDS}
-            duration = time.monotonic() - started
-            changes = self._cache.replace_all(snapshot, token, duration)
-            counts = {k.value: len(v) for k, v in snapshot.items()}
-            del snapshot
+            with heap.collector_paused():   # no collection walks the snapshot while it lives (app/heap.py)
+                snapshot = {kind: self.client.list(kind) for kind in ENGINE_KINDS}
+                duration = time.monotonic() - started
+                changes = self._cache.replace_all(snapshot, token, duration)
+                counts = {k.value: len(v) for k, v in snapshot.items()}
+                del snapshot
             if self._settings.freeze_heap:
                 heap.settle()
             self.stats.full_syncs += 1

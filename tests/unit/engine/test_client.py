@@ -57,7 +57,7 @@ def silent_engine(tmp_path: Path) -> Iterator[str]:
     server.close()
 
 
-@pytest.mark.parametrize("call", ["list_tasks", "service_counts", "inspect", "list"])
+@pytest.mark.parametrize("call", ["list_tasks", "service_counts", "inspect", "list", "ping"])
 def test_a_hung_engine_times_out_as_engine_unavailable(silent_engine: str, call: str) -> None:
     engine = DockerEngine(silent_engine, timeout=0.3)
     started = time.monotonic()
@@ -66,6 +66,8 @@ def test_a_hung_engine_times_out_as_engine_unavailable(silent_engine: str, call:
             engine.inspect(ResourceKind.SERVICE, "x")
         elif call == "list":
             engine.list(ResourceKind.SERVICE)
+        elif call == "ping":
+            engine.ping(0.3)
         else:
             getattr(engine, call)()
     assert time.monotonic() - started < 3
@@ -99,3 +101,62 @@ def test_a_listing_that_trickles_past_its_deadline_is_engine_unavailable(tmp_pat
     finally:
         feeder.kill()
         server.close()
+
+
+@pytest.fixture
+def answering_engine(tmp_path: Path) -> Iterator[tuple[str, list[bytes], list[bytes]]]:
+    """A unix socket answering each request with the next of ``answers`` (keep-alive), recording requests."""
+    path = tmp_path / "engine.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(8)
+    answers: list[bytes] = []
+    requests_seen: list[bytes] = []
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            for _ in range(100):   # bounded: a test sends a few requests
+                head = conn.recv(65536)
+                if not head:
+                    return
+                requests_seen.append(head)
+                conn.sendall(answers.pop(0))
+
+    def accept() -> None:
+        while True:
+            conn, _ = server.accept()
+            gevent.spawn(serve, conn)
+
+    acceptor = gevent.spawn(accept)
+    yield f"unix://{path}", answers, requests_seen
+    acceptor.kill()
+    server.close()
+
+
+def ok(body: bytes = b"OK", status: str = "200 OK") -> bytes:
+    return f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+def test_the_ping_asks_the_versioned_ping_and_reuses_its_connection(
+        answering_engine: tuple[str, list[bytes], list[bytes]]) -> None:
+    url, answers, seen = answering_engine
+    answers += [ok(), ok()]
+    engine = DockerEngine(url, api_version="1.41")
+    engine.ping(1.0)
+    engine.ping(1.0)
+    assert [head.split(b"\r\n")[0] for head in seen] == [b"GET /v1.41/_ping HTTP/1.1"] * 2
+    assert len(seen) == 2 and not answers
+
+
+@pytest.mark.parametrize("status", ["500 Internal Server Error", "404 Not Found"])
+def test_a_ping_answered_with_an_error_is_engine_unavailable(
+        answering_engine: tuple[str, list[bytes], list[bytes]], status: str) -> None:
+    url, answers, _ = answering_engine
+    answers.append(ok(b"no", status))
+    with pytest.raises(EngineUnavailable, match=status.split()[0]):
+        DockerEngine(url).ping(1.0)
+
+
+def test_a_ping_to_no_engine_is_engine_unavailable(tmp_path: Path) -> None:
+    with pytest.raises(EngineUnavailable):
+        DockerEngine(f"unix://{tmp_path / 'absent.sock'}").ping(0.5)

@@ -141,14 +141,12 @@ def test_a_hinted_service_is_listed_again_at_each_follow_up(poller: TaskPoller, 
 
 
 # --------------------------------------------------------------------------- the counts signal and the sweep
-def test_the_counts_wait_30x_their_cost_and_60x_when_nothing_changed(cache: Cache, lister: Lister,
-                                                                     clock: Clock) -> None:
-    """On a large engine the counts cost ~56 ms of its CPU: at most 1/30 of the time goes to them, 1/60 on
-    an idle cluster (the idle-CPU target for the engine)."""
+def counts_poll_gaps(cache: Cache, lister: Lister, clock: Clock, cost: float) -> list[float]:
+    """The gaps between four counts polls (reference, quiet, changed, next) when each costs ``cost`` s."""
     original = lister.service_counts
 
     def costly() -> dict[str, tuple[int, int, int]]:
-        clock.now += 0.1                    # the engine takes 100 ms to answer
+        clock.now += cost                   # the engine takes this long to answer
         return original()
 
     lister.service_counts = costly  # type: ignore[method-assign]
@@ -176,10 +174,25 @@ def test_the_counts_wait_30x_their_cost_and_60x_when_nothing_changed(cache: Cach
     lister.counts = {o.SVC_WEB: (0, 1, 0)}
     next_counts_poll()                                  # changed
     next_counts_poll()
-    gaps = [round(b - a, 2) for a, b in pairwise(polled_at)]
-    assert 6.0 <= gaps[0] <= 6.25          # after the reference (nothing known to change): 0.1 s + 60 x 0.1 s
-    assert 6.0 <= gaps[1] <= 6.25          # after a quiet round: the same
-    assert 3.0 <= gaps[2] <= 3.25          # after a round that saw a change: 0.1 s + 30 x 0.1 s
+    return [round(b - a, 2) for a, b in pairwise(polled_at)]
+
+
+def test_the_counts_wait_30x_their_cost_and_60x_when_nothing_changed(cache: Cache, lister: Lister,
+                                                                     clock: Clock) -> None:
+    """On a large engine the counts cost ~56 ms of its CPU: at most 1/30 of the time goes to them, 1/60 on
+    an idle cluster (the idle-CPU target for the engine)."""
+    gaps = counts_poll_gaps(cache, lister, clock, cost=0.05)
+    assert 3.05 <= gaps[0] <= 3.3          # after the reference (nothing known to change): 0.05 s + 60 x 0.05 s
+    assert 3.05 <= gaps[1] <= 3.3          # after a quiet round: the same
+    assert 1.55 <= gaps[2] <= 1.8          # after a round that saw a change: 0.05 s + 30 x 0.05 s
+
+
+def test_the_counts_stretch_is_capped_however_busy_the_engine(cache: Cache, lister: Lister,
+                                                              clock: Clock) -> None:
+    """A busy engine answering the counts in 0.5 s stretched them to 15-30 s, and a change only they see
+    (a task on another node) waited that long: the stretch stops at ``counts_max_interval`` (4 s)."""
+    gaps = counts_poll_gaps(cache, lister, clock, cost=0.5)
+    assert all(4.5 <= gap <= 4.75 for gap in gaps), gaps   # 0.5 s of call + 4 s, not 0.5 + 30 x 0.5
 
 
 def test_services_whose_task_counts_moved_are_listed(poller: TaskPoller, lister: Lister, clock: Clock) -> None:
@@ -225,6 +238,100 @@ def test_a_client_without_counts_gets_a_full_listing_at_the_counts_interval(
     clock.now += SETTINGS.counts_interval
     poller.poll_once()
     assert Plain.calls == 1 and poller.stats.full_listings == 1
+
+
+# --------------------------------------------------------------------------- mass changes
+def scaled(count: int, state: str = "pending", version: int = 5) -> list[Raw]:
+    return [o.task(o.engine_id(f"mass{i:04d}"), o.SVC_WEB, o.NODE_WORKER, slot=i + 10, state=state,
+                   version=version) for i in range(count)]
+
+
+def test_a_listing_with_many_changes_keeps_its_service_followed_until_it_settles(
+        cache: Cache, lister: Lister, clock: Clock) -> None:
+    """A service scaled by thousands: the engine writes the tasks over seconds and pending tasks emit no
+    events, so after the hint's follow-ups the rest waited for the counts or the sweep (2.5-49 s at 10,000).
+    A listing that changed ``keep_following`` tasks lists the service again after each moving follow-up."""
+    poller = TaskPoller(lambda: lister, cache, lambda: True, lambda exc: None,  # type: ignore[arg-type,return-value]
+                        TaskPollSettings(debounce=0.0, follow_ups=(0.5,), counts_interval=0, sweep_interval=3600,
+                                         keep_following=10, moving_follow_ups=(1.0, 3.0)), clock=clock)
+    base = list(lister.tasks)
+    lister.tasks = base + scaled(40)             # the engine's first batch
+    poller.hint(o.SVC_WEB)
+    poller.poll_once()                           # 40 changes: moving, follow-ups at +1 s and +3 s
+    lister.tasks = base + scaled(80)             # the engine writes the next batch meanwhile
+    clock.now += 1.0
+    poller.poll_once()                           # 40 more: follow-ups re-armed from here
+    assert len(cache.task_ids_of_service(o.SVC_WEB)) >= 80
+    clock.now += 1.0
+    poller.poll_once()                           # +1 s after the second listing: nothing changed any more
+    clock.now += 2.0
+    poller.poll_once()                           # +3 s after the second listing: the last follow-up
+    assert listed(lister) == [o.SVC_WEB] * 4
+    assert poller.stats.moving_follow_ups == 2
+    clock.now += 60.0
+    poller.poll_once()
+    assert len(listed(lister)) == 4, "a listing without many changes does not re-arm the follow-ups"
+
+
+def test_a_hint_does_not_cut_a_mass_changes_longer_follow_ups(cache: Cache, lister: Lister, clock: Clock) -> None:
+    poller = TaskPoller(lambda: lister, cache, lambda: True, lambda exc: None,  # type: ignore[arg-type,return-value]
+                        TaskPollSettings(debounce=0.0, follow_ups=(0.5,), counts_interval=0, sweep_interval=3600,
+                                         keep_following=10, moving_follow_ups=(4.0,)), clock=clock)
+    lister.tasks = list(lister.tasks) + scaled(20)
+    poller.hint(o.SVC_WEB)
+    poller.poll_once()                           # moving: listed again at +4 s
+    poller.hint_event(container_event(o.SVC_WEB))   # a container event: its own follow-up at +0.5 s
+    poller.poll_once()
+    for step in (0.5, 3.5):
+        clock.now += step
+        poller.poll_once()
+    assert listed(lister) == [o.SVC_WEB] * 4      # hint, event, +0.5 s, and still the +4 s one
+
+
+def test_a_full_listing_with_many_changes_is_followed_by_full_listings(cache: Cache, lister: Lister,
+                                                                       clock: Clock) -> None:
+    poller = TaskPoller(lambda: lister, cache, lambda: True, lambda exc: None,  # type: ignore[arg-type,return-value]
+                        TaskPollSettings(debounce=0.0, follow_ups=(), counts_interval=0, sweep_interval=3600,
+                                         keep_following=10, moving_follow_ups=(1.0,)), clock=clock)
+    lister.tasks = list(lister.tasks) + scaled(30)
+    poller.hint(None)
+    poller.poll_once()
+    clock.now += 1.0
+    poller.poll_once()
+    clock.now += 1.0
+    poller.poll_once()
+    assert listed(lister) == [None, None]
+
+
+def test_the_collector_is_paused_while_a_listing_lives(cache: Cache, lister: Lister, clock: Clock) -> None:
+    """Each automatic young collection walked the ~7 fresh objects per task of a live listing on the hub
+    (20-85 ms at 10,000 tasks): none runs from the fetch to the end of the apply."""
+    import gc
+
+    seen: list[bool] = []
+    original_list, original_start = lister.list_tasks, cache.start_listing
+
+    def fetching(service_id: str | None = None) -> Listing:
+        seen.append(gc.isenabled())
+        return original_list(service_id)
+
+    def applying(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return original_start(*args, **kwargs)
+
+    lister.list_tasks = fetching  # type: ignore[method-assign]
+    cache.start_listing = applying  # type: ignore[method-assign]
+    poller = TaskPoller(lambda: lister, cache, lambda: True, lambda exc: None,  # type: ignore[arg-type,return-value]
+                        SETTINGS, clock=clock)
+    assert gc.isenabled()
+    poller.hint(o.SVC_WEB)
+    poller.poll_once()
+    lister.fail = EngineUnavailable("refused")
+    poller.hint(o.SVC_WEB)
+    with pytest.raises(Exception):   # noqa: B017  # the fetch failure, whatever the wrapper
+        poller.poll_once()
+    assert seen == [False, False, False]   # fetch and apply, then the failed fetch
+    assert gc.isenabled(), "the collector is back on after a listing, failed or not"
 
 
 # --------------------------------------------------------------------------- tokens and the cache
@@ -365,3 +472,32 @@ def test_the_docker_client_decodes_and_indexes_listings_in_the_threadpool(
     hub_thread = gevent.get_hub().thread_ident
     assert threads and all(ident != hub_thread for ident in threads)
     assert set(listing.versions) == {t["ID"] for t in objects[K.TASK] if t["ServiceID"] == o.SVC_WEB}
+
+
+def test_a_listing_from_the_threadpool_is_freed_as_soon_as_it_is_dropped(
+        monkeypatch: pytest.MonkeyPatch, objects: dict[ResourceKind, list[Raw]]) -> None:
+    """gevent's threadpool keeps a returned value in a reference cycle: a 10,000-task listing outlived its
+    use until a collection walked its ~70,000 objects on the hub. Dropped, it must be gone at once."""
+    import gc
+    import json
+
+    from app.engine import client as client_module
+
+    engine = client_module.DockerEngine("unix:///nonexistent.sock")
+    body = json.dumps(objects[K.TASK]).encode()
+    monkeypatch.setattr(engine, "_get_body", lambda path, params: body)
+
+    def listings() -> int:
+        return sum(isinstance(x, Listing) for x in gc.get_objects())
+
+    gc.collect()
+    gc.disable()
+    try:
+        before = listings()
+        listing = engine.list_tasks()
+        assert len(listing) == len(objects[K.TASK])
+        assert listings() == before + 1
+        del listing
+        assert listings() == before
+    finally:
+        gc.enable()
