@@ -18,6 +18,7 @@ from app.errors import REGISTRY
 from app.http import respond
 from app.http.jsonld import context_document, envelope
 from app.http.negotiation import negotiated
+from app.http.response_memo import offer
 from app.openapi import openapi_document
 from app.runtime import current_runtime
 from app.schemas.v1.envelopes import ErrorCollectionV1, ErrorDefV1
@@ -43,6 +44,8 @@ class Health(MethodView):
                 "status": "ok" if runtime.cache.freshness.synced else "error",
                 "version": VERSION, "commit": build.commit, "buildDate": build.build_date,
                 "operationsLevel": runtime.settings.operations_level}
+        cache = runtime.cache
+        offer(lambda: cache.freshness.synced, no_store=True)   # probes: the same bytes until the first sync
         return respond.document(body, content_type="application/json", cache_control="no-store")
 
 

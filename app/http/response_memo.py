@@ -59,11 +59,15 @@ _JSON_TYPES = ("application/json", "application/ld+json")
 
 @dataclass(frozen=True, slots=True)
 class Offer:
-    """What a view tells the memo about its answer: the route (metrics label) and the object whose tag a
-    write's ``If-Match`` may quote (re-issued on every hit, as ``app.http.conditional`` does)."""
+    """What a view tells the memo about its answer: the route (metrics label), the object whose tag a
+    write's ``If-Match`` may quote (re-issued on every hit, as ``app.http.conditional`` does), and for an
+    answer that depends on more than the cache's content, what else (``depends_on``, its value when made)."""
 
     route: str | None
     written: Entry | None
+    depends_on: Callable[[], object] | None = None
+    made_with: object = None
+    no_store: bool = False
 
 
 @dataclass(slots=True)
@@ -73,14 +77,20 @@ class Answer:
     etag: str | None
     written: Entry | None
     observe: Callable[[float], None]
+    depends_on: Callable[[], object] | None = None
+    made_with: object = None
+    fresh: bool = True            # the answer carries the freshness headers (a probe's does not)
 
 
-def offer() -> None:
-    """Called by a view whose answer depends only on the memo's key and the cache's content."""
+def offer(depends_on: Callable[[], object] | None = None, *, no_store: bool = False) -> None:
+    """Called by a view whose answer depends only on the memo's key, the cache's content and, if given, the
+    value of ``depends_on`` (the answer is made again when it changes). ``no_store``: the view's answer
+    says ``Cache-Control: no-store`` to HTTP caches (a probe), yet it may be kept here."""
     environ = request.environ
     if environ.get(_ELIGIBLE):
         rule = request.url_rule
-        environ[_OFFER] = Offer(rule.rule if rule is not None else None, written_object(request))
+        environ[_OFFER] = Offer(rule.rule if rule is not None else None, written_object(request), depends_on,
+                                depends_on() if depends_on is not None else None, no_store)
 
 
 def _is_json(content_type: str) -> bool:
@@ -118,7 +128,7 @@ class ResponseMemo:
             self.clear()
             self._policy = policy
         answer = self._answers.get(key)
-        if answer is not None:
+        if answer is not None and (answer.depends_on is None or answer.depends_on() == answer.made_with):
             self.hits += 1
             return self._serve(answer, environ, start_response)
         self.misses += 1
@@ -132,11 +142,11 @@ class ResponseMemo:
             if header in environ:
                 return None
         path = environ.get("PATH_INFO", "")
-        base = self._runtime.settings.base_path
-        if path.removeprefix(base).startswith(BYPASS_PREFIXES) or not self._runtime.cache.freshness.synced:
-            return None   # never offered (/-/..., /api...), and not authenticated by the long way either
-        identity = None if mode == "none" else self._identity(environ)
-        if mode != "none" and identity is None:
+        # /-/..., /api...: not authenticated by the long way either (the probes offer their answers)
+        unauthenticated = mode == "none" or path.removeprefix(self._runtime.settings.base_path).startswith(
+            BYPASS_PREFIXES)
+        identity = None if unauthenticated else self._identity(environ)
+        if not unauthenticated and identity is None:
             return None
         return (environ.get("SCRIPT_NAME", ""), path, environ.get("QUERY_STRING", ""),
                 environ.get("HTTP_ACCEPT", ""), environ.get("HTTP_X_FORWARDED_PROTO", ""),
@@ -173,7 +183,7 @@ class ResponseMemo:
             return body
         # a change batch or a policy reload during the view (it may yield) cleared the memo: what the view
         # computed may predate it
-        if generation != self._generation or key in self._answers:
+        if generation != self._generation or (key in self._answers and made.depends_on is None):
             return body
         try:
             data = b"".join(body)
@@ -181,18 +191,22 @@ class ResponseMemo:
             close = getattr(body, "close", None)
             if close is not None:
                 close()
-        stored = self._storable(seen["headers"], data)
+        stored = self._storable(seen["headers"], data, no_store=made.no_store)
         if stored is not None:
-            self._store(key, Answer(stored, data, _header(stored, "etag"), made.written, self._observer(made)))
+            fresh = any(name.lower() == "cache-sequence" for name, _ in seen["headers"])
+            self._store(key, Answer(stored, data, _header(stored, "etag"), made.written, self._observer(made),
+                                    made.depends_on, made.made_with, fresh))
         return [data]
 
-    def _storable(self, headers: list[tuple[str, str]], data: bytes) -> list[tuple[str, str]] | None:
+    def _storable(self, headers: list[tuple[str, str]], data: bytes, *,
+                  no_store: bool = False) -> list[tuple[str, str]] | None:
         if len(data) > MAX_BODY:
             return None
         kept = []
         for name, value in headers:
             lower = name.lower()
-            if lower in ("set-cookie", "content-range") or (lower == "cache-control" and "no-store" in value):
+            if lower in ("set-cookie", "content-range") or (lower == "cache-control" and "no-store" in value
+                                                              and not no_store):
                 return None
             if lower == "content-type" and not _is_json(value):
                 return None
@@ -201,6 +215,9 @@ class ResponseMemo:
         return kept
 
     def _store(self, key: tuple[object, ...], answer: Answer) -> None:
+        replaced = self._answers.pop(key, None)
+        if replaced is not None:
+            self._bytes -= len(replaced.body)
         self._answers[key] = answer
         self._bytes += len(answer.body)
         while len(self._answers) > MAX_ENTRIES or self._bytes > MAX_BYTES:
@@ -222,7 +239,8 @@ class ResponseMemo:
 
     def _answer(self, answer: Answer, environ: dict[str, Any], start_response: Any,
                 started: float) -> Iterable[bytes]:
-        start_response("200 OK", [*answer.headers, *freshness_headers(self._runtime.cache.freshness),
+        fresh = freshness_headers(self._runtime.cache.freshness) if answer.fresh else []
+        start_response("200 OK", [*answer.headers, *fresh,
                                   (REQUEST_ID, request_id_for(environ.get("HTTP_REQUEST_ID", "")))])
         if answer.etag is not None and answer.written is not None:
             issued_tags(self._app).reissue(answer.etag, answer.written)

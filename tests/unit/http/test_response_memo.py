@@ -209,3 +209,21 @@ def test_health_probes_are_not_authenticated_by_the_memo(proxied: Harness, caplo
         for _ in range(3):
             assert client.get("/-/health").status_code == 200
     assert not [r for r in caplog.records if "authentication refused" in r.getMessage()]
+
+
+def test_the_health_probe_is_memoised_until_its_status_changes(unsynced: Harness) -> None:
+    client = unsynced.app.test_client()
+    memo = memo_of(client)
+    before = client.get("/-/health")
+    assert before.get_json()["status"] == "error" and before.headers["Cache-Control"] == "no-store"
+    hits = memo.hits
+    again = client.get("/-/health")
+    assert memo.hits == hits + 1 and again.get_data() == before.get_data()
+    assert again.headers["Cache-Control"] == "no-store" and "Cache-Sequence" not in again.headers
+    unsynced.start()
+    try:
+        after = client.get("/-/health")
+        assert after.get_json()["status"] == "ok"
+        assert client.get("/-/health").get_data() == after.get_data()
+    finally:
+        unsynced.stop()
