@@ -5,6 +5,7 @@ what decorators cannot say: the versioned media type, the HTML shell, conditiona
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask
@@ -40,30 +41,51 @@ _UNAUTHENTICATED = {
 
 
 class ShoalApi(Api):  # type: ignore[misc]
-    """flask-smorest Api whose error handling is ours (``app.http.problems``), not its own, and whose
-    blueprints' views are documented when the spec is first read, not when they are registered.
+    """flask-smorest Api whose error handling is ours (``app.http.problems``), not its own, and whose spec is
+    completed when first read, not when the app is built.
 
-    Documenting the views (schemas to JSON Schema, ~180 ms, most of ``create_app``) serves only ``/api``
-    and ``/api/asyncapi``: a worker that never answers them never pays it. The blueprints are documented
-    in their order of registration, as flask-smorest would have, so the spec is the same."""
+    Documenting the views (schemas to JSON Schema, ~180 ms) and flask-smorest's default responses (an
+    error schema resolved for each of 63 HTTP statuses, ~35 ms) serves only ``/api`` and ``/api/asyncapi``:
+    a worker that never answers them never pays it. The deferred steps run in the order flask-smorest
+    would have run them (its default components, then each blueprint as registered), so the spec is the
+    same."""
 
     def __init__(self, app: Flask) -> None:
+        self._deferred: list[Callable[[], None]] = []   # flask-smorest's own components, not registered yet
         self._pending: list[tuple[Any, str, Any]] = []   # (blueprint, name, parameters) not documented yet
         self._spec: Any = None
+        self._completing = False
         super().__init__(app)
 
     @property
     def spec(self) -> Any:
-        """flask-smorest's APISpec, with every blueprint registered so far documented in it."""
-        while self._pending:
-            blp, name, parameters = self._pending.pop(0)
-            blp.register_views_in_doc(self, self._app, self._spec, name=name, parameters=parameters)
-            self._spec.tag({"name": name, "description": blp.description})
+        """flask-smorest's APISpec, with its default components and every blueprint registered so far in it."""
+        if self._completing or not (self._deferred or self._pending):
+            return self._spec
+        self._completing = True   # the steps read the spec themselves
+        try:
+            while self._deferred:
+                self._deferred.pop(0)()
+            while self._pending:
+                blp, name, parameters = self._pending.pop(0)
+                blp.register_views_in_doc(self, self._app, self._spec, name=name, parameters=parameters)
+                self._spec.tag({"name": name, "description": blp.description})
+        finally:
+            self._completing = False
         return self._spec
 
     @spec.setter
     def spec(self, value: Any) -> None:   # flask-smorest's own __init__ and _init_spec assign it
         self._spec = value
+
+    def _register_responses(self) -> None:
+        self._deferred.append(super()._register_responses)
+
+    def _register_etag_headers(self) -> None:
+        self._deferred.append(super()._register_etag_headers)
+
+    def _register_pagination_header(self) -> None:
+        self._deferred.append(super()._register_pagination_header)
 
     def register_blueprint(self, blp: Any, *, parameters: Any = None, **options: Any) -> None:
         """``Api.register_blueprint`` with the documentation of the views left to the first read of the spec."""
