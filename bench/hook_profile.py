@@ -24,7 +24,7 @@ RATE = 500   # samples per second
 # (part, fragments of a frame "function (file:line)"); the innermost frame matching any part wins, so a
 # JSON encode inside a view counts as serialisation, not as the view.
 PARTS: list[tuple[str, tuple[str, ...]]] = [
-    ("access log", ("gunicorn/glogging.py", "logging/__init__.py", "app/logconfig.py")),
+    ("access log", ("gunicorn/glogging.py", "logging/__init__.py", "app/logconfig.py", "logger_class")),
     ("authentication", ("app/http/auth.py", "app/auth/")),
     ("ACL", ("app/acl/", "app/http/acl.py", "app/http/acl_read.py")),
     ("admission", ("app/http/admission.py",)),
@@ -38,6 +38,8 @@ PARTS: list[tuple[str, tuple[str, ...]]] = [
     ("ETag / conditional", ("app/http/conditional.py", "app/http/issued_tags.py", "hashlib")),
     ("serialisation", ("json/", "orjson", "app/schemas/", "marshmallow/", "app/http/jsonld.py",
                        "app/http/respond.py", "app/representations")),
+    ("response memo / encoded items", ("app/http/response_memo.py", "app/http/encoded_items.py",
+                                       "app/http/freshness.py")),
     ("query layer", ("app/query/",)),
     ("cache", ("app/cache/",)),
     ("other Shoal code", ("app/",)),
