@@ -9,8 +9,9 @@ again per request (a few dict reads) and compared. Only unrestricted readers' it
 reader's item is redacted per grants); the dump and the bytes are the same code as before
 (``schema_for(kind, version)``, :func:`app.http.respond.encode`).
 
-Bounded: when more items are kept than :data:`MAX_ITEMS`, all are dropped (a removed object's item is
-dropped then too).
+Bounded: an item per cached object at most, in practice (about 1 KB a task); the items of removed objects
+(a crash-looping service makes new tasks all day) are dropped with all the others when more items are kept
+than twice the cache's objects (plus :data:`SLACK`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from app.query import representations
 from app.resources import ResourceKind
 from app.schemas.registry import schema_for
 
-MAX_ITEMS = 200_000
+SLACK = 1024
 _DERIVED = ("RunningTasks", "ServiceName", "NodeHostname")   # what representations.item adds from others
 
 Encoder = Callable[[Any], bytes]
@@ -34,6 +35,7 @@ Framer = Callable[[ResourceKind, dict[str, Any], str, str], dict[str, Any]]
 class EncodedItems:
     def __init__(self) -> None:
         self._kept: dict[tuple[ResourceKind, str, int, str], tuple[Entry, tuple[Any, ...], bytes]] = {}
+        self._limit = SLACK
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -52,8 +54,10 @@ class EncodedItems:
                 out.append(found[2])
                 continue
             blob = encode(schema.dump(frame(kind, data, entry.id, base)))
-            if len(kept) >= MAX_ITEMS:
-                kept.clear()
+            if len(kept) >= self._limit:
+                self._limit = 2 * sum(cache.count(k) for k in ResourceKind) + SLACK
+                if len(kept) >= self._limit:
+                    kept.clear()
             kept[key] = (entry, derived, blob)
             out.append(blob)
         return out

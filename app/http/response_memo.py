@@ -43,7 +43,7 @@ from app.runtime import Runtime
 from app.selfmetrics import request_observer
 
 MAX_ENTRIES = 2048
-MAX_BYTES = 32 << 20
+MAX_BYTES = 16 << 20
 MAX_BODY = 1 << 20            # an answer over 1 MiB is computed each time (a full 10,000-task page)
 
 _ELIGIBLE = "shoal.memo.eligible"

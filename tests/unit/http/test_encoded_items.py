@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.http.encoded_items import joined_page
+from app.cache.store import Cache
+from app.http.encoded_items import SLACK, EncodedItems, joined_page
 from app.http.respond import encode
 from app.resources import ResourceKind
 from tests.unit import objects as o
@@ -70,3 +71,15 @@ def test_a_changed_entry_is_encoded_again(harness: Harness) -> None:
     second = {s["ID"]: s for s in client.get("/services").get_json()["items"]}
     assert second[o.SVC_WEB]["Spec"]["Labels"] == {"tier": "gold"} != first[o.SVC_WEB]["Spec"].get("Labels")
     assert {k: v for k, v in second.items() if k != o.SVC_WEB} == {k: v for k, v in first.items() if k != o.SVC_WEB}
+
+
+def test_items_of_removed_objects_do_not_pile_up(synced_cache: Cache) -> None:
+    items = EncodedItems()
+    tasks = synced_cache.entries(ResourceKind.TASK)
+    objects = sum(synced_cache.count(kind) for kind in ResourceKind)
+    for n in range(2 * objects + SLACK + 10):   # items of tasks since removed (a crash loop makes new ones)
+        items._kept[(ResourceKind.TASK, f"gone{n}", 1, "")] = (tasks[0], (), b"{}")
+    encoded = items.encoded(synced_cache, ResourceKind.TASK, tasks, 1, "",
+                            lambda kind, data, object_id, base: {"@id": object_id, **data}, encode)
+    assert len(encoded) == len(tasks) == len(items)
+    assert [json.loads(blob)["@id"] for blob in encoded] == [task.id for task in tasks]
