@@ -88,6 +88,7 @@ class DockerEngine:
                                      timeout=timeout)  # type: ignore[arg-type]
         self._timeout = timeout
         self._listing_timeout = listing_timeout
+        self._pool_key = self._api._url("/")  # type: ignore[attr-defined]  # one pool for the poller's reads
 
     def list(self, kind: ResourceKind) -> list[Raw]:
         api = self._api
@@ -141,20 +142,56 @@ class DockerEngine:
         """GET ``path`` and read the body cooperatively in chunks, within the total listing deadline."""
         api = self._api
         deadline = time.monotonic() + self._listing_timeout
+        url = api._url(path)  # type: ignore[attr-defined]
+        adapter = api.get_adapter(url)
+        if isinstance(adapter, UnixHTTPAdapter):
+            return self._get_body_pooled(adapter, url, params, deadline)
         with _engine_errors():
-            url = api._url(path)  # type: ignore[attr-defined]
             response = api._get(url, params=params, stream=True)  # type: ignore[attr-defined]
             try:
                 api._raise_for_status(response)  # type: ignore[attr-defined]
-                chunks = []
-                for chunk in response.iter_content(_CHUNK):
-                    chunks.append(chunk)
-                    if time.monotonic() > deadline:
-                        raise EngineUnavailable(
-                            f"GET {path} took longer than {self._listing_timeout} s")
-                return b"".join(chunks)
+                return _read_until(response.iter_content(_CHUNK), deadline, path, self._listing_timeout)
             finally:
                 response.close()
+
+    def _get_body_pooled(self, adapter: UnixHTTPAdapter, url: str, params: dict[str, str] | None,
+                         deadline: float) -> bytes:
+        """``_get_body`` over a local socket, straight through one pool of the SDK's adapter.
+
+        The poller's listings and counts run every second or so: through requests each cost ~1 ms of CPU
+        more (proxy and netrc look-ups, cookies, hooks), and the SDK keys its unix pools by the whole URL, so
+        every service's scoped listing opened (and evicted) a connection of its own. One pool, keyed by the
+        API root, keeps a few connections for all of them."""
+        target = urllib.parse.urlsplit(url).path
+        if params:
+            target += "?" + urllib.parse.urlencode(params)
+        pool = adapter.get_connection(self._pool_key)
+        try:
+            response = pool.urlopen("GET", target, retries=False, redirect=False, preload_content=False,
+                                    timeout=urllib3.Timeout(connect=self._timeout, read=self._timeout))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise EngineUnavailable(f"GET {target}: {exc}") from exc
+        complete = False
+        try:
+            if response.status >= 400:
+                message = response.data.decode(errors="replace")[:500]
+                complete = True
+                if response.status == 404:
+                    raise docker.errors.NotFound(message)
+                if response.status >= 500:
+                    raise EngineUnavailable(f"GET {target} answered {response.status}: {message}")
+                raise docker.errors.APIError(f"GET {target} answered {response.status}: {message}")
+            body = _read_until(response.stream(_CHUNK), deadline, target, self._listing_timeout)
+            complete = True
+            return body
+        except docker.errors.APIError:   # an OSError too (through requests): the engine's answer, kept
+            raise
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise EngineUnavailable(f"GET {target}: {exc}") from exc
+        finally:
+            if not complete:
+                response.close()      # a body read only in part: the connection cannot be reused
+            response.release_conn()
 
     def inspect(self, kind: ResourceKind, object_id: str) -> Raw | None:
         """One object in the same shape as ``list`` gives it, so event refreshes and resyncs agree."""
@@ -211,6 +248,16 @@ class DockerEngine:
 
     def close(self) -> None:
         self._api.close()
+
+
+def _read_until(chunks: Iterator[bytes], deadline: float, what: str, limit: float) -> bytes:
+    """Join ``chunks``, failing once ``deadline`` passes (a body trickling in within each read's timeout)."""
+    parts = []
+    for chunk in chunks:
+        parts.append(chunk)
+        if time.monotonic() > deadline:
+            raise EngineUnavailable(f"GET {what} took longer than {limit} s")
+    return b"".join(parts)
 
 
 def _decode_into(box: list[Listing], body: bytes, service_id: str | None) -> None:

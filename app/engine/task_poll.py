@@ -123,6 +123,7 @@ class TaskPoller:
         self._next_counts = now + self.settings.counts_interval
         self._wake = gevent.event.Event()
         self._stopping = gevent.event.Event()
+        self.answered_at = float("-inf")   # time.monotonic() of the last engine answer (the watcher's probe)
 
     # ------------------------------------------------------------------ signals
     def hint(self, service_id: str | None) -> None:
@@ -236,6 +237,7 @@ class TaskPoller:
             counts = counter.service_counts()
         except Exception as exc:
             raise _FetchFailed from exc
+        self.answered_at = time.monotonic()
         self.stats.counts_polls += 1
         previous, self._counts = self._counts, counts
         if previous is None:
@@ -250,6 +252,7 @@ class TaskPoller:
         with heap.collector_paused():
             listing = self._fetch(service_id)
             self._cache.mark_contact()
+            self.answered_at = time.monotonic()
             applying = self._clock()
             changes = self._apply(listing, token, service_id)
             applied = self._clock()

@@ -21,7 +21,10 @@ restarts after a backoff, so nothing kills the watcher; all stopped by ``stop``)
   out, 10.6 s later. Every ``probe_interval`` an engine ``ping`` with ``probe_timeout``: a failure marks the
   cache disconnected (stale: readiness 503, ``Cache-Freshness: stale``) without touching the stream, and the
   next success while the stream is still read marks it connected again. No resync is needed: the stream
-  never broke, so no event was lost (a real break goes through ``_follow`` as before).
+  never broke, so no event was lost (a real break goes through ``_follow`` as before). Any engine call
+  answered meanwhile (an inspect, a task listing, the counts, a sync) is as good a sign of life as a ping:
+  the probe then waits one interval from that answer instead of pinging, so a busy watcher pings rarely
+  while a frozen engine is still found within an interval plus the timeout of its last answer.
 
 Every engine answer is stored with the cache token taken before the call (``Cache.write_token``): the cache
 refuses answers older than what it holds, so late or reordered answers never move it backwards. Full syncs
@@ -109,6 +112,7 @@ class Watcher:
         self._marked_in_flight: set[Key] = set()
         self._failures: dict[Key, int] = {}
         self._touched: set[Key] = set()   # objects events or inspects touched since the last sync began
+        self._answered_at = time.monotonic()   # the last engine call answered (monotonic): a sign of life
         self.task_poller = TaskPoller(
             lambda: self.client, cache, lambda: self._cache.freshness.synced and self._reading,
             lambda _exc: self._close_stream(),  # wakes the event loop, which owns reconnecting
@@ -243,6 +247,7 @@ class Watcher:
                 changes = self._cache.replace_all(snapshot, token, duration)
                 counts = {k.value: len(v) for k, v in snapshot.items()}
                 del snapshot
+            self._answered_at = time.monotonic()
             if self._settings.freeze_heap:
                 heap.settle()
             self.stats.full_syncs += 1
@@ -322,6 +327,7 @@ class Watcher:
                 self._retry(key, exc)
                 return
             self._cache.mark_contact()
+            self._answered_at = time.monotonic()
             self._touch(key)
             outcome = self._cache.apply_inspect(kind, object_id, raw, token)
             if outcome is InspectOutcome.STALE:
@@ -357,12 +363,21 @@ class Watcher:
         self._timers.add(gevent.spawn_later(delay, self._queue, {key}))
 
     # ------------------------------------------------------------------ liveness probe
+    def _last_answer(self) -> float:
+        return max(self._answered_at, self.task_poller.answered_at)
+
     def _probe(self) -> None:
         interval, timeout = self._settings.probe_interval, self._settings.probe_timeout
-        while not self._stopping.wait(interval):
+        wait = interval
+        while not self._stopping.wait(wait):
+            wait = interval
             client = self._client
             if client is None or not hasattr(client, "ping") or not self._reading:
                 continue          # not connected yet (or a fake without ping): _follow owns the state
+            since = time.monotonic() - self._last_answer()
+            if since < interval and self._cache.freshness.connected:
+                wait = interval - since   # another call answered: probe one interval after that answer
+                continue
             pinger: Pinger = client  # type: ignore[assignment]
             try:
                 pinger.ping(timeout)
@@ -375,6 +390,7 @@ class Watcher:
                                 extra={"error": str(exc), "timeout_s": timeout})
                 self._cache.set_stream_connected(False)
                 continue
+            self._answered_at = time.monotonic()
             if self._reading and not self._cache.freshness.connected:
                 log.info("engine answers its liveness probe again; state is live")
                 self._cache.set_stream_connected(True)

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import socket
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
 import gevent
 import pytest
 
-from app.engine.client import DockerEngine, EngineUnavailable, decode_array, decode_listing
+from app.engine.client import DockerEngine, EngineUnavailable, ServiceGone, decode_array, decode_listing
 from app.resources import ResourceKind
 from tests.unit.objects import Raw
 
@@ -114,6 +115,7 @@ def answering_engine(tmp_path: Path) -> Iterator[tuple[str, list[bytes], list[by
     requests_seen: list[bytes] = []
 
     def serve(conn: socket.socket) -> None:
+        requests_seen.append(b"CONNECT")
         with conn:
             for _ in range(100):   # bounded: a test sends a few requests
                 head = conn.recv(65536)
@@ -144,8 +146,8 @@ def test_the_ping_asks_the_versioned_ping_and_reuses_its_connection(
     engine = DockerEngine(url, api_version="1.41")
     engine.ping(1.0)
     engine.ping(1.0)
-    assert [head.split(b"\r\n")[0] for head in seen] == [b"GET /v1.41/_ping HTTP/1.1"] * 2
-    assert len(seen) == 2 and not answers
+    assert [head.split(b"\r\n")[0] for head in seen] == [b"CONNECT"] + [b"GET /v1.41/_ping HTTP/1.1"] * 2
+    assert not answers
 
 
 @pytest.mark.parametrize("status", ["500 Internal Server Error", "404 Not Found"])
@@ -160,3 +162,44 @@ def test_a_ping_answered_with_an_error_is_engine_unavailable(
 def test_a_ping_to_no_engine_is_engine_unavailable(tmp_path: Path) -> None:
     with pytest.raises(EngineUnavailable):
         DockerEngine(f"unix://{tmp_path / 'absent.sock'}").ping(0.5)
+
+
+def chunked(body: bytes) -> bytes:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    return head + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+
+
+def test_scoped_listings_and_counts_share_one_connection(
+        answering_engine: tuple[str, list[bytes], list[bytes]], objects: dict[ResourceKind, list[Raw]]) -> None:
+    """The SDK keys its unix pools by the whole URL: each service's scoped listing opened a connection of
+    its own. The poller's reads share one pool (and one connection when they come one after another)."""
+    url, answers, seen = answering_engine
+    tasks = objects[ResourceKind.TASK]
+    services = sorted({t["ServiceID"] for t in tasks})
+    answers += [chunked(json.dumps(tasks).encode()) for _ in services]
+    answers.append(ok(json.dumps([{"ID": "s1", "ServiceStatus": {"RunningTasks": 1, "DesiredTasks": 2}}]).encode()))
+    engine = DockerEngine(url)
+    for service_id in services:
+        listing = engine.list_tasks(service_id)
+        assert set(listing.versions) == {t["ID"] for t in tasks if t["ServiceID"] == service_id}
+    assert engine.service_counts() == {"s1": (1, 2, 0)}
+    assert seen.count(b"CONNECT") == 1
+    lines = [head.split(b"\r\n")[0].decode() for head in seen if head != b"CONNECT"]
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(lines[0].split(" ")[1]).query)
+    assert json.loads(query["filters"][0]) == {"service": [services[0]]}
+    assert lines[-1] == "GET /v1.41/services?status=true HTTP/1.1"
+
+
+def test_a_listing_of_a_removed_service_is_service_gone_and_a_5xx_engine_unavailable(
+        answering_engine: tuple[str, list[bytes], list[bytes]]) -> None:
+    url, answers, _ = answering_engine
+    answers += [ok(b'{"message": "service x not found"}', "404 Not Found"),
+                ok(b'{"message": "boom"}', "500 Internal Server Error"),
+                ok(b'{"message": "boom"}', "500 Internal Server Error")]
+    engine = DockerEngine(url)
+    with pytest.raises(ServiceGone):
+        engine.list_tasks("x")
+    with pytest.raises(EngineUnavailable, match="500"):
+        engine.list_tasks("y")
+    with pytest.raises(EngineUnavailable, match="500"):
+        engine.service_counts()

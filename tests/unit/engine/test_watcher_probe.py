@@ -77,3 +77,22 @@ def test_an_engine_client_without_ping_is_not_probed() -> None:
         assert cache.freshness.connected and watcher.stats.probe_failures == 0
     finally:
         watcher.stop(timeout=2)
+
+
+def test_no_ping_while_other_engine_calls_answer_and_a_ping_once_they_stop() -> None:
+    """A task listing, the counts or an inspect answered within the interval is as good a sign of life as
+    a ping: the probe pings one interval after the last answer instead of every interval."""
+    import time
+
+    engine = FreezableEngine(o.cluster())
+    watcher, _ = start(engine)
+    try:
+        wait_until(lambda: engine.pings >= 1, 2, message="probing")
+        before = engine.pings
+        for _ in range(30):   # 0.3 s = six probe intervals of answers from other calls
+            watcher.task_poller.answered_at = time.monotonic()
+            gevent.sleep(0.01)
+        assert engine.pings == before, "pinged although other calls answered within the interval"
+        wait_until(lambda: engine.pings > before, 1, message="a ping once the answers stop")
+    finally:
+        watcher.stop(timeout=2)
