@@ -26,6 +26,10 @@ once the cache holds them:
    ``GET /tasks?filter=service == "<id>"`` showing the same ``total`` (and from the scale command), while
    the detail client runs: its requests over 50 ms there are the stalls of applying thousands of changes.
 
+``quiet`` (in ``--phases``) measures the idle CPU again with the lab's crash-looping services
+(``CHURNING``) scaled to 0 for the minute, then restores them: the cost of 10,000 tasks at rest, apart from
+the restarts those services make every few seconds (each one events, inspects and listings).
+
 ``stalls_over_50ms`` sums the detail requests over 50 ms of every phase (idle, under load, mass changes).
 ``--phases`` runs a subset (e.g. ``detail,idle,mass``) for quicker comparisons.
 
@@ -58,6 +62,7 @@ from bench.timing import percentile  # noqa: E402
 LAB_NAME = os.environ.get("SHOAL_BENCH_LAB", "scale")   # another name: another lab (benches side by side)
 LAB_DIR = f"/tmp/lab-{LAB_NAME}"
 BIG = "shoal-scale-big"
+CHURNING = ("demo_crasher", "ops_sick")   # the lab's services that restart a task every few seconds
 PROBE = "shoal-scale-probe"
 
 
@@ -258,6 +263,23 @@ def visibility(api: docker.APIClient, base: str, probe: str, changes: int) -> di
     return {**stats(lags), "misses": misses}
 
 
+def scale_named(api: docker.APIClient, names: tuple[str, ...] | dict[str, int], replicas: int | None = None
+                ) -> dict[str, int]:
+    """Scale the named replicated services (to ``replicas``, or each to its value in ``names``); returns
+    their replicas before."""
+    before: dict[str, int] = {}
+    for service in api.services():
+        name = service["Spec"]["Name"]
+        mode = service["Spec"].get("Mode", {}).get("Replicated")
+        if name not in names or mode is None:
+            continue
+        before[name] = int(mode.get("Replicas", 0))
+        target = names[name] if isinstance(names, dict) else replicas
+        api.update_service(service["ID"], version=service["Version"]["Index"], fetch_current_spec=True,
+                           mode=docker.types.ServiceMode("replicated", replicas=target))
+    return before
+
+
 def engine_task_count(api: docker.APIClient, service_id: str) -> int:
     """The engine's task count of the service, counted in the raw body: decoding 6.8 MB here held this
     process's GIL ~150 ms, which the detail thread beside it then reported as Shoal's latency."""
@@ -290,8 +312,8 @@ def mass_change(api: docker.APIClient, base: str, service_id: str, replicas: int
     """Scale ``service_id`` to ``replicas``; time the engine settling and Shoal matching its task count."""
     spec = api.inspect_service(service_id)
     t0 = time.monotonic()
-    api.update_service(service_id, version=spec["Version"]["Index"], task_template=spec["Spec"]["TaskTemplate"],
-                       mode={"Replicated": {"Replicas": replicas}}, name=spec["Spec"]["Name"])
+    api.update_service(service_id, version=spec["Version"]["Index"], fetch_current_spec=True,
+                       mode=docker.types.ServiceMode("replicated", replicas=replicas))
     shoal: list[tuple[float, int | None]] = []   # (time, Shoal's total), every ~20 ms
     stop = threading.Event()
     latencies: dict[str, Any] = {}
@@ -380,8 +402,8 @@ def main() -> None:
     parser.add_argument("--idle-seconds", type=float, default=60)
     parser.add_argument("--changes", type=int, default=20)
     parser.add_argument("--load-clients", type=int, default=200)
-    parser.add_argument("--phases", default="detail,idle,visibility,load,mass",
-                        help="comma-separated subset of detail,idle,visibility,load,mass")
+    parser.add_argument("--phases", default="detail,idle,quiet,visibility,load,mass",
+                        help="comma-separated subset of detail,idle,quiet,visibility,load,mass")
     parser.add_argument("--keep", action="store_true", help="leave the big service in place")
     parser.add_argument("--reuse", action="store_true", help="reuse an existing big service (no RSS baseline)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "engine_scale.json")
@@ -441,6 +463,14 @@ def measure(args: argparse.Namespace, host: str, api: docker.APIClient, cgroup: 
             result["rss_per_task_kb"] = round((result["rss_steady_mb"] - result["rss_baseline_mb"]) * 1024
                                               / args.tasks, 2)
             print("idle", result["idle_cpu"], "rss", result["rss_steady_mb"], flush=True)
+        if "quiet" in phases:
+            saved = scale_named(api, CHURNING, 0)
+            try:
+                time.sleep(15)   # their last tasks stop and are listed
+                result["idle_cpu_quiet"] = idle_cpu(pid, cgroup, args.idle_seconds)
+                print("idle, churning services at 0", result["idle_cpu_quiet"], flush=True)
+            finally:
+                scale_named(api, saved)
         if "visibility" in phases:
             result["visibility_idle"] = visibility(api, base, probe, args.changes)
             print("visibility idle", result["visibility_idle"], flush=True)

@@ -19,6 +19,7 @@ handed back to the hub every switch interval (5 ms) instead of being held for on
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import re
 import time
@@ -124,6 +125,19 @@ class DockerEngine:
         box: list[Listing] = []
         with _engine_errors():
             gevent.get_hub().threadpool.apply(_decode_into, (box, body, service_id))
+        return box.pop()
+
+    def list_tasks_changed(self, digest: bytes | None) -> tuple[Listing | None, bytes]:
+        """Every task and the body's digest, or None for the listing when the body's digest is ``digest``
+        (the task poller's full sweep of a cluster at rest: 6.8 MB at 10,000 tasks, ~100 ms of CPU to
+        decode, hashed in ~5 ms instead). Both run in the threadpool."""
+        try:
+            body = self._get_body("/tasks", None)
+        except docker.errors.NotFound as exc:
+            raise EngineUnavailable(str(exc)) from exc
+        box: list[tuple[Listing | None, bytes]] = []
+        with _engine_errors():
+            gevent.get_hub().threadpool.apply(_decode_changed_into, (box, body, digest))
         return box.pop()
 
     def service_counts(self) -> dict[str, tuple[int, int, int]]:
@@ -258,6 +272,15 @@ def _read_until(chunks: Iterator[bytes], deadline: float, what: str, limit: floa
         if time.monotonic() > deadline:
             raise EngineUnavailable(f"GET {what} took longer than {limit} s")
     return b"".join(parts)
+
+
+def body_digest(body: bytes) -> bytes:
+    return hashlib.blake2b(body, digest_size=16).digest()
+
+
+def _decode_changed_into(box: list[tuple[Listing | None, bytes]], body: bytes, digest: bytes | None) -> None:
+    current = body_digest(body)
+    box.append((None if current == digest else decode_listing(body), current))
 
 
 def _decode_into(box: list[Listing], body: bytes, service_id: str | None) -> None:

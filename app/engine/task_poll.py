@@ -66,6 +66,10 @@ class _Lister(Protocol):
     def list_tasks(self, service_id: str | None = None) -> Listing: ...
 
 
+class _SweepLister(Protocol):
+    def list_tasks_changed(self, digest: bytes | None) -> tuple[Listing | None, bytes]: ...
+
+
 class _Counter(Protocol):
     def service_counts(self) -> Counts: ...
 
@@ -97,6 +101,7 @@ class TaskPollStats:
     last_full_duration: float | None = None
     max_apply_seconds: float = 0.0   # the longest time one part of a listing's apply held the hub
     moving_follow_ups: int = 0       # listings whose many changes re-armed their scope's follow-ups
+    unchanged_sweeps: int = 0        # full listings whose body was the last applied one's (not decoded)
     listed: dict[str, int] = field(default_factory=dict)   # service id → listings (bounded by services)
 
 
@@ -124,6 +129,9 @@ class TaskPoller:
         self._wake = gevent.event.Event()
         self._stopping = gevent.event.Event()
         self.answered_at = float("-inf")   # time.monotonic() of the last engine answer (the watcher's probe)
+        # The body digest of the last full listing applied, and the cache's change sequence after it: the
+        # same body while the cache has not changed since means there is nothing to apply (not decoded).
+        self._full_digest: tuple[bytes, int] | None = None
 
     # ------------------------------------------------------------------ signals
     def hint(self, service_id: str | None) -> None:
@@ -250,14 +258,22 @@ class TaskPoller:
         # No automatic collection while the listing lives (app/heap.py): each one walked its ~7 young
         # objects per task on the hub. Dropped at the end of the block, it is freed by reference counting.
         with heap.collector_paused():
-            listing = self._fetch(service_id)
+            fetched, digest = self._fetch(service_id)
             self._cache.mark_contact()
             self.answered_at = time.monotonic()
+            if fetched is None:   # a full listing identical to the last one applied, the cache unchanged since
+                self.stats.unchanged_sweeps += 1
+                self.stats.full_listings += 1
+                self.stats.last_full_duration = self._clock() - started
+                return
+            listing = fetched
             applying = self._clock()
             changes = self._apply(listing, token, service_id)
             applied = self._clock()
             size = len(listing)
-            del listing
+            del listing, fetched
+        if service_id is None:
+            self._full_digest = None if digest is None or changes is None else (digest, self._cache.freshness.seq)
         if changes is None:
             self.stats.stale_listings += 1
         if service_id is None or applied - started > 0.5:
@@ -304,9 +320,16 @@ class TaskPoller:
             self._pause()
             started = self._clock()
 
-    def _fetch(self, service_id: str | None) -> Listing:
+    def _fetch(self, service_id: str | None) -> tuple[Listing | None, bytes | None]:
+        """The listing (None: a full one identical to the last applied) and its body's digest, if known."""
         try:
-            return self._fetch_unguarded(service_id)
+            client = self._client()
+            if service_id is None and hasattr(client, "list_tasks_changed"):
+                sweeper: _SweepLister = client  # type: ignore[assignment]
+                known = self._full_digest
+                unchanged = known[0] if known is not None and known[1] == self._cache.freshness.seq else None
+                return sweeper.list_tasks_changed(unchanged)
+            return self._fetch_unguarded(service_id), None
         except ServiceGone:
             raise
         except Exception as exc:

@@ -203,3 +203,16 @@ def test_a_listing_of_a_removed_service_is_service_gone_and_a_5xx_engine_unavail
         engine.list_tasks("y")
     with pytest.raises(EngineUnavailable, match="500"):
         engine.service_counts()
+
+
+def test_a_sweep_whose_body_has_the_known_digest_is_not_decoded(
+        answering_engine: tuple[str, list[bytes], list[bytes]], objects: dict[ResourceKind, list[Raw]]) -> None:
+    url, answers, _ = answering_engine
+    body = json.dumps(objects[ResourceKind.TASK]).encode()
+    answers += [chunked(body), chunked(body), chunked(body + b" ")]
+    engine = DockerEngine(url)
+    listing, digest = engine.list_tasks_changed(None)
+    assert listing is not None and len(listing) == len(objects[ResourceKind.TASK])
+    assert engine.list_tasks_changed(digest) == (None, digest)
+    changed, other = engine.list_tasks_changed(digest)
+    assert changed is not None and other != digest

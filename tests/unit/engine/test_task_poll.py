@@ -501,3 +501,54 @@ def test_a_listing_from_the_threadpool_is_freed_as_soon_as_it_is_dropped(
         assert listings() == before
     finally:
         gc.enable()
+
+
+# --------------------------------------------------------------------------- the sweep of a cluster at rest
+class Sweeper(Lister):
+    """A Lister whose full listings come with a body digest, as ``DockerEngine.list_tasks_changed``."""
+
+    def __init__(self, tasks: list[Raw], cache: Cache) -> None:
+        super().__init__(tasks, cache)
+        self.decoded = 0
+
+    def list_tasks_changed(self, digest: bytes | None) -> tuple[Listing | None, bytes]:
+        import hashlib
+        import json
+
+        self.calls.append(("sweep", None))
+        current = hashlib.blake2b(json.dumps(self.tasks, sort_keys=True).encode(), digest_size=16).digest()
+        if current == digest:
+            return None, current
+        self.decoded += 1
+        return prepare_listing(K.TASK, [dict(t) for t in self.tasks]), current
+
+
+def test_an_unchanged_sweep_is_not_decoded_until_the_body_or_the_cache_changes(
+        cache: Cache, objects: dict[ResourceKind, list[Raw]], clock: Clock) -> None:
+    """At rest, the 60 s sweep of 10,000 tasks decoded 6.8 MB (~100 ms of CPU) to find nothing: the same
+    body while the cache has not changed since the last applied sweep has nothing to apply."""
+    sweeper = Sweeper(objects[K.TASK], cache)
+    poller = TaskPoller(lambda: sweeper, cache, lambda: True, lambda exc: None,  # type: ignore[arg-type,return-value]
+                        SETTINGS, clock=clock)
+
+    def sweep() -> None:
+        poller.hint(None)
+        poller.poll_once()
+
+    sweep()
+    sweep()
+    assert (sweeper.decoded, poller.stats.unchanged_sweeps) == (1, 1)
+    # the cache changes (a scoped listing saw a task fail): the same body must be decoded and applied again
+    sweeper.tasks = [t for t in sweeper.tasks if t["ID"] != o.TASK_WEB_1] + [
+        o.task(o.TASK_WEB_1, o.SVC_WEB, o.NODE_MANAGER, state="failed", version=99)]
+    poller.hint(o.SVC_WEB)
+    poller.poll_once()
+    sweep()
+    assert sweeper.decoded == 2
+    sweep()
+    assert (sweeper.decoded, poller.stats.unchanged_sweeps) == (2, 2)
+    reaped = sweeper.tasks[0]["ID"]
+    sweeper.tasks = sweeper.tasks[1:]   # the engine changed (a task reaped): a different body
+    sweep()
+    assert sweeper.decoded == 3 and cache.get(K.TASK, reaped) is None
+    assert poller.stats.full_listings == 5
