@@ -129,8 +129,7 @@ class ResponseMemo:
             self._policy = policy
         answer = self._answers.get(key)
         if answer is not None and (answer.depends_on is None or answer.depends_on() == answer.made_with):
-            self.hits += 1
-            return self._serve(answer, environ, start_response)
+            return self._serve(key, answer, environ, start_response)
         self.misses += 1
         return self._compute(key, environ, start_response)
 
@@ -224,14 +223,21 @@ class ResponseMemo:
             _, dropped = self._answers.popitem(last=False)
             self._bytes -= len(dropped.body)
 
-    def _serve(self, answer: Answer, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+    def _serve(self, key: tuple[object, ...], answer: Answer, environ: dict[str, Any],
+               start_response: Any) -> Iterable[bytes]:
         started = time.perf_counter()
+        generation = self._generation
         # in turn with the computed reads, in their light lane (app.http.admission): the hub still polls
         # between two answers, so a crowd of keep-alive readers cannot starve a new connection
         try:
             ticket = gate_of(self._app).acquire(light=True)
         except Busy:
             return self.inner(environ, start_response)   # the long way answers the 503 as usual
+        if generation != self._generation:   # the cache changed while this request waited its turn
+            ticket.release()
+            self.misses += 1
+            return self._compute(key, environ, start_response)
+        self.hits += 1
         try:
             return self._answer(answer, environ, start_response, started)
         finally:

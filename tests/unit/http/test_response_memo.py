@@ -227,3 +227,29 @@ def test_the_health_probe_is_memoised_until_its_status_changes(unsynced: Harness
         assert client.get("/-/health").get_data() == after.get_data()
     finally:
         unsynced.stop()
+
+
+def test_a_change_while_a_read_waits_its_turn_is_not_served_from_before(harness: Harness) -> None:
+    """A memoised read waits for the admission gate like any other; a change batch landing meanwhile
+    makes it computed again."""
+    import gevent
+
+    from app.http.admission import gate_of
+
+    client = harness.app.test_client()
+    memo = memo_of(client)
+    client.get("/configs")
+    client.get("/configs")
+    gate = gate_of(harness.app)
+    ticket = gate.acquire()               # the gate busy: the next read waits
+    answers: list[TestResponse] = []
+    waiting = gevent.spawn(lambda: answers.append(client.get("/configs")))
+    gevent.sleep(0.05)
+    harness.engine.objects[ResourceKind.CONFIG]["cfglate"] = o.config("cfglate", "late_config")
+    harness.engine.emit("config", "create", "cfglate")
+    wait_until(lambda: harness.cache.get(ResourceKind.CONFIG, "cfglate"), 2, message="the new config")
+    hits = memo.hits
+    ticket.release()
+    waiting.join(5)
+    assert answers and b"late_config" in answers[0].get_data()
+    assert memo.hits == hits
