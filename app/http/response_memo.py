@@ -37,6 +37,7 @@ from app.http.admission import Busy, gate_of
 from app.http.auth import BYPASS_PREFIXES, PREMADE_KEY, provider_of
 from app.http.freshness import freshness_headers
 from app.http.issued_tags import issued_tags, written_object
+from app.http.paths import is_meta
 from app.http.request_id import HEADER as REQUEST_ID
 from app.http.request_id import request_id_for
 from app.runtime import Runtime
@@ -68,6 +69,7 @@ class Offer:
     depends_on: Callable[[], object] | None = None
     made_with: object = None
     no_store: bool = False
+    gated: bool = True            # served in turn at the admission gate (a probe never waits there)
 
 
 @dataclass(slots=True)
@@ -80,6 +82,7 @@ class Answer:
     depends_on: Callable[[], object] | None = None
     made_with: object = None
     fresh: bool = True            # the answer carries the freshness headers (a probe's does not)
+    gated: bool = True
 
 
 def offer(depends_on: Callable[[], object] | None = None, *, no_store: bool = False) -> None:
@@ -90,7 +93,8 @@ def offer(depends_on: Callable[[], object] | None = None, *, no_store: bool = Fa
     if environ.get(_ELIGIBLE):
         rule = request.url_rule
         environ[_OFFER] = Offer(rule.rule if rule is not None else None, written_object(request), depends_on,
-                                depends_on() if depends_on is not None else None, no_store)
+                                depends_on() if depends_on is not None else None, no_store,
+                                gated=not is_meta(request.path))
 
 
 def _is_json(content_type: str) -> bool:
@@ -194,7 +198,7 @@ class ResponseMemo:
         if stored is not None:
             fresh = any(name.lower() == "cache-sequence" for name, _ in seen["headers"])
             self._store(key, Answer(stored, data, _header(stored, "etag"), made.written, self._observer(made),
-                                    made.depends_on, made.made_with, fresh))
+                                    made.depends_on, made.made_with, fresh, made.gated))
         return [data]
 
     def _storable(self, headers: list[tuple[str, str]], data: bytes, *,
@@ -226,6 +230,9 @@ class ResponseMemo:
     def _serve(self, key: tuple[object, ...], answer: Answer, environ: dict[str, Any],
                start_response: Any) -> Iterable[bytes]:
         started = time.perf_counter()
+        if not answer.gated:   # /-/health: never gated, as on the long way (app.http.admission)
+            self.hits += 1
+            return self._answer(answer, environ, start_response, started)
         generation = self._generation
         # in turn with the computed reads, in their light lane (app.http.admission): the hub still polls
         # between two answers, so a crowd of keep-alive readers cannot starve a new connection

@@ -253,3 +253,17 @@ def test_a_change_while_a_read_waits_its_turn_is_not_served_from_before(harness:
     waiting.join(5)
     assert answers and b"late_config" in answers[0].get_data()
     assert memo.hits == hits
+
+
+def test_the_memoised_probe_never_waits_at_the_gate(client: FlaskClient) -> None:
+    from app.http.admission import gate_of
+
+    memo = memo_of(client)
+    client.get("/-/health")
+    gate = gate_of(client.application)
+    ticket = gate.acquire()   # a request computing: a gated read would wait, a probe answers
+    try:
+        hits = memo.hits
+        assert client.get("/-/health").status_code == 200 and memo.hits == hits + 1
+    finally:
+        ticket.release()
