@@ -29,11 +29,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from flask import Flask, Request, request
+from flask import Flask, Request, current_app, request
 
 from app.auth.identity import AuthenticationFailed, Identity, LoginRequired, ProviderRefused
 from app.cache.entries import Entry
-from app.http.admission import Busy, gate_of
+from app.http.admission import EXEMPT, LIGHT, Busy, gate_of, route_mode
 from app.http.auth import BYPASS_PREFIXES, PREMADE_KEY, provider_of
 from app.http.freshness import freshness_headers
 from app.http.issued_tags import issued_tags, written_object
@@ -70,6 +70,7 @@ class Offer:
     made_with: object = None
     no_store: bool = False
     gated: bool = True            # served in turn at the admission gate (a probe never waits there)
+    light: bool = False           # in the gate's light lane (a detail), as on the long way
 
 
 @dataclass(slots=True)
@@ -83,6 +84,7 @@ class Answer:
     made_with: object = None
     fresh: bool = True            # the answer carries the freshness headers (a probe's does not)
     gated: bool = True
+    light: bool = False
 
 
 def offer(depends_on: Callable[[], object] | None = None, *, no_store: bool = False) -> None:
@@ -92,9 +94,10 @@ def offer(depends_on: Callable[[], object] | None = None, *, no_store: bool = Fa
     environ = request.environ
     if environ.get(_ELIGIBLE):
         rule = request.url_rule
+        mode = route_mode(current_app._get_current_object())  # type: ignore[attr-defined]
         environ[_OFFER] = Offer(rule.rule if rule is not None else None, written_object(request), depends_on,
                                 depends_on() if depends_on is not None else None, no_store,
-                                gated=not is_meta(request.path))
+                                gated=not is_meta(request.path) and mode != EXEMPT, light=mode == LIGHT)
 
 
 def _is_json(content_type: str) -> bool:
@@ -198,7 +201,7 @@ class ResponseMemo:
         if stored is not None:
             fresh = any(name.lower() == "cache-sequence" for name, _ in seen["headers"])
             self._store(key, Answer(stored, data, _header(stored, "etag"), made.written, self._observer(made),
-                                    made.depends_on, made.made_with, fresh, made.gated))
+                                    made.depends_on, made.made_with, fresh, made.gated, made.light))
         return [data]
 
     def _storable(self, headers: list[tuple[str, str]], data: bytes, *,
@@ -234,10 +237,11 @@ class ResponseMemo:
             self.hits += 1
             return self._answer(answer, environ, start_response, started)
         generation = self._generation
-        # in turn with the computed reads, in their light lane (app.http.admission): the hub still polls
-        # between two answers, so a crowd of keep-alive readers cannot starve a new connection
+        # in turn with the computed reads, in the lane the long way takes (app.http.admission: details in
+        # the light one): the hub still polls between two answers, so a crowd of keep-alive readers cannot
+        # starve a new connection, and a crowd of list readers does not make a detail wait behind all of them
         try:
-            ticket = gate_of(self._app).acquire(light=True)
+            ticket = gate_of(self._app).acquire(light=answer.light)
         except Busy:
             return self.inner(environ, start_response)   # the long way answers the 503 as usual
         if generation != self._generation:   # the cache changed while this request waited its turn

@@ -267,3 +267,14 @@ def test_the_memoised_probe_never_waits_at_the_gate(client: FlaskClient) -> None
         assert client.get("/-/health").status_code == 200 and memo.hits == hits + 1
     finally:
         ticket.release()
+
+
+def test_memoised_reads_keep_the_lane_of_their_view(client: FlaskClient) -> None:
+    """A detail waits in the gate's light lane, a list in the other, as on the long way: a crowd of list
+    readers does not make a detail wait behind all of them."""
+    memo = memo_of(client)
+    memo.clear()
+    client.get(DETAIL)
+    client.get("/services")
+    lanes = {key[1]: answer.light for key, answer in memo._answers.items()}
+    assert lanes == {DETAIL: True, "/services": False}
