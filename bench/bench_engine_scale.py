@@ -57,6 +57,7 @@ import docker  # noqa: E402
 import requests  # noqa: E402
 
 from bench.localhttp import free_port  # noqa: E402
+from bench.processes import stop  # noqa: E402
 from bench.timing import percentile  # noqa: E402
 
 LAB_NAME = os.environ.get("SHOAL_BENCH_LAB", "scale")   # another name: another lab (benches side by side)
@@ -498,11 +499,7 @@ def measure(args: argparse.Namespace, host: str, api: docker.APIClient, cgroup: 
             for phase in ("mass_down", "mass_up"))
         result["rss_end_mb"] = round(rss_bytes(pid) / 2**20, 1)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
     try:
         # The same idle minute with Shoal stopped: what dockerd spends on the lab's own workload.
         usage = cgroup / "cpuacct.usage"

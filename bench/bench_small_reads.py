@@ -38,6 +38,7 @@ import requests
 
 from bench.bench_engine_scale import BIG, cpu_seconds, create_big, lab_up, remove_service, rss_bytes, worker_pid
 from bench.localhttp import free_port, fresh_get
+from bench.processes import stop
 
 REPO = Path(__file__).resolve().parent.parent
 GUNICORN = str(REPO / ".venv" / "bin" / "gunicorn")
@@ -75,12 +76,7 @@ def server(argv: list[str], env: dict[str, str], ready_path: str, log: Path,
             time.sleep(0.01)
         yield base, proc.pid, time.monotonic() - started
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def shoal_env(host: str) -> dict[str, str]:

@@ -30,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.localhttp import free_port, fresh_get
+from bench.processes import stop
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = str(REPO / ".venv" / "bin" / "python")
@@ -97,12 +98,7 @@ def one_run(host: str, settle: float, log: Path, *, pyc: bool) -> dict[str, floa
         figures["worker_rss_settled_mib"] = rss_mib(worker)
         return figures
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 def import_seconds(host: str, *, pyc: bool) -> float:

@@ -9,12 +9,9 @@ from pathlib import Path
 
 _production = runpy.run_path(str(Path(__file__).resolve().parent.parent / "gunicorn.conf.py"))
 
-bind = _production["bind"]
-worker_class = _production["worker_class"]
-workers = _production["workers"]
-worker_connections = _production["worker_connections"]
-timeout = _production["timeout"]
-keepalive = _production["keepalive"]
+# the server's settings, by name (gunicorn reads this module's globals)
+globals().update({name: _production[name] for name in
+                  ("bind", "worker_class", "workers", "worker_connections", "timeout", "keepalive")})
 # the floors write no access log (a bare app has none): what Shoal's costs is part of its figure
 logconfig_dict = {**_production["logconfig_dict"]}
 logconfig_dict["loggers"] = {**logconfig_dict["loggers"],
