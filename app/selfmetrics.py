@@ -98,6 +98,7 @@ class _RequestMetrics:
         self.latency = Histogram("shoal_http_request_duration_seconds", "HTTP request latency by route.",
                                  ["route", "method"], registry=registry,
                                  buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+        self.observers: dict[tuple[str | None, str, int], Callable[[float | None], None]] = {}
 
 
 def init_self_metrics(app: Flask) -> None:
@@ -110,37 +111,33 @@ def init_self_metrics(app: Flask) -> None:
     def _start_timer() -> None:
         g.request_started = time.perf_counter()
 
-    observers: dict[tuple[str | None, str, int], Callable[[float | None], None]] = {}
-
     @app.after_request
     def _observe(response: Response) -> Response:
         started = g.get("request_started")
-        key = (request.url_rule.rule if request.url_rule is not None else None, method_label(request.method),
-               response.status_code)
-        observe = observers.get(key)
-        if observe is None:   # label children looked up once per route, method and status (bounded: rules)
-            observe = observers[key] = _observer(metrics, key[0], key[1], str(key[2]))
+        observe = request_observer(app, request.url_rule.rule if request.url_rule is not None else None,
+                                   request.method, response.status_code)
         observe(time.perf_counter() - started if isinstance(started, float) else None)
         return response
 
 
-def _observer(metrics: _RequestMetrics, rule: str | None, method: str,
-              status: str) -> Callable[[float | None], None]:
-    route, method = route_label(rule), method_label(method)
-    counted, timed = metrics.requests.labels(route, method, status), metrics.latency.labels(route, method)
+def request_observer(app: Flask, rule: str | None, method: str, status: int) -> Callable[[float | None], None]:
+    """Count (and time) one more request of ``rule``: the label children are looked up once per route,
+    method and status (bounded: the URL rules, the known methods, the statuses), for the hook above and for
+    ``app.http.response_memo``, whose answers are made outside Flask's hooks."""
+    metrics: _RequestMetrics = app.extensions[_KEY][1]
+    key = (rule, method_label(method), status)
+    known = metrics.observers.get(key)
+    if known is not None:
+        return known
+    route = route_label(rule)
+    counted, timed = metrics.requests.labels(route, key[1], str(status)), metrics.latency.labels(route, key[1])
 
     def observe(seconds: float | None) -> None:
         counted.inc()
         if seconds is not None:
             timed.observe(seconds)
+    metrics.observers[key] = observe
     return observe
-
-
-def request_observer(app: Flask, rule: str | None, method: str, status: str) -> Callable[[float | None], None]:
-    """Count and time one more request of ``rule`` without the label lookups (``app.http.response_memo``:
-    its answers are made outside Flask's hooks)."""
-    _, metrics = app.extensions[_KEY]
-    return _observer(metrics, rule, method, status)
 
 
 def register_collector(app: Flask, collector: Collector) -> None:

@@ -24,10 +24,10 @@ from werkzeug.exceptions import HTTPException
 from app.dashboard.fragments import HEADER, render_blocks, requested_blocks
 from app.errors import ProblemError
 from app.http.conditional import compute_etag
+from app.http.freshness import CONTACT_HEADER, FRESHNESS_HEADER, SEQUENCE_HEADER
 from app.http.issued_tags import record_issued
 from app.http.negotiation import JSON, json_representation
 from app.http.paths import is_resource
-from app.http.respond import CONTACT_HEADER, FRESHNESS_HEADER, SEQUENCE_HEADER
 from app.runtime import current_runtime
 
 _PROBLEM = "application/problem+json"

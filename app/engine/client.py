@@ -179,12 +179,7 @@ class DockerEngine:
         target = urllib.parse.urlsplit(url).path
         if params:
             target += "?" + urllib.parse.urlencode(params)
-        pool = adapter.get_connection(self._pool_key)
-        try:
-            response = pool.urlopen("GET", target, retries=False, redirect=False, preload_content=False,
-                                    timeout=urllib3.Timeout(connect=self._timeout, read=self._timeout))
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise EngineUnavailable(f"GET {target}: {exc}") from exc
+        response = self._pooled_get(adapter, target, self._timeout, preload=False)
         complete = False
         try:
             if response.status >= 400:
@@ -206,6 +201,16 @@ class DockerEngine:
             if not complete:
                 response.close()      # a body read only in part: the connection cannot be reused
             response.release_conn()
+
+    def _pooled_get(self, adapter: UnixHTTPAdapter, target: str, timeout: float, *, preload: bool) -> Any:
+        """``GET target`` on the local socket's one pool (keyed by the API root), no retries, no redirects;
+        a transport failure is EngineUnavailable. The urllib3 response: ``preload`` reads the body."""
+        try:
+            return adapter.get_connection(self._pool_key).urlopen(
+                "GET", target, retries=False, redirect=False, preload_content=preload,
+                timeout=urllib3.Timeout(connect=timeout, read=timeout))
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise EngineUnavailable(f"GET {target}: {exc}") from exc
 
     def inspect(self, kind: ResourceKind, object_id: str) -> Raw | None:
         """One object in the same shape as ``list`` gives it, so event refreshes and resyncs agree."""
@@ -244,12 +249,7 @@ class DockerEngine:
                 response = api._get(url, timeout=timeout)  # type: ignore[attr-defined]
                 api._raise_for_status(response)  # type: ignore[attr-defined]
             return
-        try:
-            answer = adapter.get_connection(url).urlopen(
-                "GET", urllib.parse.urlsplit(url).path, retries=False, redirect=False, preload_content=True,
-                timeout=urllib3.Timeout(connect=timeout, read=timeout))
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            raise EngineUnavailable(f"ping: {exc}") from exc
+        answer = self._pooled_get(adapter, urllib.parse.urlsplit(url).path, timeout, preload=True)
         if answer.status >= 400:
             raise EngineUnavailable(f"ping answered {answer.status}")
 

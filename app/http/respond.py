@@ -22,7 +22,7 @@ from app.cache.store import Cache
 from app.http.acl_read import read_filter
 from app.http.conditional import parse_engine_time
 from app.http.encoded_items import EncodedItems, joined_page
-from app.http.freshness import CONTACT_HEADER, FRESHNESS_HEADER, SEQUENCE_HEADER, freshness_headers
+from app.http.freshness import freshness_headers
 from app.http.jsonld import envelope
 from app.http.links import link
 from app.http.negotiation import current_representation
@@ -35,7 +35,6 @@ from app.runtime import current_runtime
 from app.schemas.registry import detail_schema_for, many_schema_for
 
 _ITEMS_KEY = "shoal.encoded_items"
-__all__ = ["CONTACT_HEADER", "FRESHNESS_HEADER", "SEQUENCE_HEADER"]   # where the dashboard reads them
 
 
 def base_path() -> str:

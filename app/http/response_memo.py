@@ -79,7 +79,7 @@ class Answer:
     body: bytes
     etag: str | None
     written: Entry | None
-    observe: Callable[[float], None]
+    observe: Callable[[float | None], None]
     depends_on: Callable[[], object] | None = None
     made_with: object = None
     fresh: bool = True            # the answer carries the freshness headers (a probe's does not)
@@ -200,7 +200,8 @@ class ResponseMemo:
         stored = self._storable(seen["headers"], data, no_store=made.no_store)
         if stored is not None:
             fresh = any(name.lower() == "cache-sequence" for name, _ in seen["headers"])
-            self._store(key, Answer(stored, data, _header(stored, "etag"), made.written, self._observer(made),
+            observe = request_observer(self._app, made.route, "GET", 200)
+            self._store(key, Answer(stored, data, _header(stored, "etag"), made.written, observe,
                                     made.depends_on, made.made_with, fresh, made.gated, made.light))
         return [data]
 
@@ -264,8 +265,6 @@ class ResponseMemo:
         answer.observe(time.perf_counter() - started)
         return [answer.body]
 
-    def _observer(self, made: Offer) -> Callable[[float], None]:
-        return request_observer(self._app, made.route, "GET", "200")
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:

@@ -41,12 +41,16 @@ class CompiledTalisman(Talisman):  # type: ignore[misc]  # flask-talisman is unt
 
     def __init__(self, app: Flask, **options: Any) -> None:
         self._compiled: dict[bool, list[tuple[str, str]]] = {}
+        self._plain: dict[str | None, bool] = {}   # endpoint → no options of its own (three asks a request)
         super().__init__(app, **options)
 
-    @staticmethod
-    def _plain_view() -> bool:
-        view = current_app.view_functions.get(request.endpoint) if request.endpoint else None
-        return not hasattr(view, "talisman_view_options")
+    def _plain_view(self) -> bool:
+        endpoint = request.endpoint
+        plain = self._plain.get(endpoint)
+        if plain is None:
+            view = current_app.view_functions.get(endpoint) if endpoint else None
+            plain = self._plain[endpoint] = not hasattr(view, "talisman_view_options")
+        return plain
 
     def _force_https(self) -> Any:
         if not self.force_https and self._plain_view():
