@@ -92,10 +92,19 @@ def test_the_lab_engine_metrics_come_through(metrics_server: str) -> None:
 
 
 def test_start_and_end_make_a_range_query(metrics_server: str) -> None:
-    now = time.time()
-    response = requests.get(f"{metrics_server}/metrics", timeout=30, params={
-        "query": 'up{job="prometheus"}', "start": f"{now - 30:.3f}", "end": f"{now:.3f}", "step": "1",
-        "range": "99999"})
+    def range_query() -> requests.Response:
+        now = time.time()
+        return requests.get(f"{metrics_server}/metrics", timeout=30, params={
+            "query": 'up{job="prometheus"}', "start": f"{now - 30:.3f}", "end": f"{now:.3f}", "step": "1",
+            "range": "99999"})
+
+    # a Prometheus started moments ago has one scrape: the range has a second point a step later
+    deadline = time.monotonic() + 15
+    response = range_query()
+    while time.monotonic() < deadline and response.ok and len(
+            (response.json()["data"]["result"] or [{"values": []}])[0]["values"]) < 2:
+        time.sleep(0.5)
+        response = range_query()
     assert response.status_code == 200, response.text
     data = response.json()["data"]
     assert data["resultType"] == "matrix"
